@@ -1,0 +1,187 @@
+import { Command, InvalidArgumentError } from 'commander';
+import { systemClock } from '../clock.js';
+import { loadConfig } from '../config.js';
+import type { ServiceCtx } from '../context.js';
+import { isPlanName, type PlanName } from '../billing/plans.js';
+import { createApiKey, listApiKeys, revokeApiKey } from '../orgs/api-keys.js';
+import { createOrganization, listOrganizations, organizationView, setPlan } from '../orgs/organizations.js';
+import { updateSettings } from '../settings/settings.js';
+import { startService } from '../service.js';
+import { migrateToLatest, openStorage } from '../storage/db.js';
+import { print } from './output.js';
+
+function number(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n)) throw new InvalidArgumentError('must be a number');
+  return n;
+}
+
+function plan(value: string): PlanName {
+  if (!isPlanName(value)) throw new InvalidArgumentError('must be free, pro or enterprise');
+  return value;
+}
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+/** Opens storage (migrated), runs `fn` with a service context, closes storage. */
+async function withCtx<T>(fn: (ctx: ServiceCtx) => Promise<T>): Promise<T> {
+  const config = loadConfig();
+  const storage = openStorage(config.databaseUrl);
+  try {
+    await migrateToLatest(storage.db);
+    return await fn({ db: storage.db, engine: storage.engine, clock: systemClock, config });
+  } finally {
+    await storage.close();
+  }
+}
+
+export function buildCli(): Command {
+  const program = new Command('tally').description('Tally: what AI agents are worth.').showHelpAfterError();
+
+  program
+    .command('serve')
+    .description('Run the HTTP API (and the delivery worker unless TALLY_ROLE=api)')
+    .action(async () => {
+      const service = await startService(loadConfig());
+      const shutdown = async (signal: string) => {
+        process.stderr.write(`${signal} received; finishing in-flight requests\n`);
+        await service.stop();
+        process.exit(0);
+      };
+      process.once('SIGTERM', () => void shutdown('SIGTERM'));
+      process.once('SIGINT', () => void shutdown('SIGINT'));
+    });
+
+  program
+    .command('migrate')
+    .description('Apply pending database migrations')
+    .option('--json', 'machine-readable output', false)
+    .action(async (opts: { json: boolean }) => {
+      const config = loadConfig();
+      const storage = openStorage(config.databaseUrl);
+      try {
+        const applied = await migrateToLatest(storage.db);
+        print(opts.json, { applied }, () =>
+          applied.length ? applied.map((m) => `applied ${m}`) : ['database is up to date'],
+        );
+      } finally {
+        await storage.close();
+      }
+    });
+
+  const orgs = program.command('orgs').description('Manage organisations');
+  orgs
+    .command('create')
+    .requiredOption('--name <name>', 'organisation name')
+    .option('--plan <plan>', 'free, pro or enterprise', plan, 'free' as PlanName)
+    .option('--currency <code>', 'ISO 4217 currency', 'EUR')
+    .option('--hourly-rate <rate>', 'default hourly rate', number, 50)
+    .option('--admin-email <email>', 'admin e-mail (repeatable)', collect, [] as string[])
+    .option('--json', 'machine-readable output', false)
+    .action(
+      async (opts: {
+        name: string;
+        plan: PlanName;
+        currency: string;
+        hourlyRate: number;
+        adminEmail: string[];
+        json: boolean;
+      }) => {
+        const created = await withCtx((ctx) =>
+          createOrganization({
+            ctx,
+            input: {
+              name: opts.name,
+              plan: opts.plan,
+              currency: opts.currency,
+              hourlyRate: opts.hourlyRate,
+              adminEmails: opts.adminEmail,
+            },
+          }),
+        );
+        print(opts.json, { org: organizationView(created.org), api_key: created.api_key }, () => [
+          `Created ${created.org.id} (${created.org.name}, plan ${created.org.plan}).`,
+          `API key (shown once): ${created.api_key}`,
+        ]);
+      },
+    );
+  orgs
+    .command('list')
+    .option('--json', 'machine-readable output', false)
+    .action(async (opts: { json: boolean }) => {
+      const list = await withCtx((ctx) => listOrganizations({ ctx }));
+      print(opts.json, { data: list.map(organizationView) }, () =>
+        list.map((o) => `${o.id}  ${o.plan.padEnd(10)} ${o.currency}  ${o.name}`),
+      );
+    });
+  orgs
+    .command('set-plan')
+    .requiredOption('--org <id>', 'organisation id')
+    .requiredOption('--plan <plan>', 'free, pro or enterprise', plan)
+    .option('--json', 'machine-readable output', false)
+    .action(async (opts: { org: string; plan: PlanName; json: boolean }) => {
+      const org = await withCtx((ctx) => setPlan({ ctx, id: opts.org, plan: opts.plan }));
+      print(opts.json, { org: organizationView(org) }, () => [`${org.id} is now on the ${org.plan} plan.`]);
+    });
+  orgs
+    .command('update')
+    .requiredOption('--org <id>', 'organisation id')
+    .option('--hourly-rate <rate>', 'default hourly rate', number)
+    .option('--fallback-baseline-minutes <minutes>', 'baseline for unknown task types ("off" to unset)')
+    .option('--json', 'machine-readable output', false)
+    .action(
+      async (opts: { org: string; hourlyRate?: number; fallbackBaselineMinutes?: string; json: boolean }) => {
+        const fallback = opts.fallbackBaselineMinutes;
+        const org = await withCtx((ctx) =>
+          updateSettings({
+            ctx,
+            orgId: opts.org,
+            actorKeyId: null,
+            patch: {
+              ...(opts.hourlyRate !== undefined ? { default_hourly_rate: opts.hourlyRate } : {}),
+              ...(fallback !== undefined
+                ? { fallback_baseline_minutes: fallback === 'off' ? null : number(fallback) }
+                : {}),
+            },
+          }),
+        );
+        print(opts.json, { org: organizationView(org) }, () => [`Updated ${org.id}.`]);
+      },
+    );
+
+  const keys = program.command('keys').description('Manage API keys');
+  keys
+    .command('create')
+    .requiredOption('--org <id>', 'organisation id')
+    .option('--name <name>', 'a label for the key')
+    .option('--json', 'machine-readable output', false)
+    .action(async (opts: { org: string; name?: string; json: boolean }) => {
+      const created = await withCtx((ctx) => createApiKey({ ctx, orgId: opts.org, name: opts.name }));
+      print(opts.json, created, () => [
+        `Created key ${created.key.id}.`,
+        `API key (shown once): ${created.api_key}`,
+      ]);
+    });
+  keys
+    .command('list')
+    .requiredOption('--org <id>', 'organisation id')
+    .option('--json', 'machine-readable output', false)
+    .action(async (opts: { org: string; json: boolean }) => {
+      const list = await withCtx((ctx) => listApiKeys({ ctx, orgId: opts.org }));
+      print(opts.json, { data: list }, () =>
+        list.map((k) => `${k.id}  ${k.revoked_at ? 'revoked' : 'active '}  ${k.created_at}  ${k.name ?? ''}`),
+      );
+    });
+  keys
+    .command('revoke')
+    .argument('<key_id>', 'the 8-character key id')
+    .option('--json', 'machine-readable output', false)
+    .action(async (keyId: string, opts: { json: boolean }) => {
+      const key = await withCtx((ctx) => revokeApiKey({ ctx, keyId }));
+      print(opts.json, { key }, () => [`Revoked key ${key.id}.`]);
+    });
+
+  return program;
+}

@@ -1,0 +1,18 @@
+import type { Clock } from './clock.js';
+import type { Config } from './config.js';
+import type { DbOrTrx, Engine } from './storage/db.js';
+import type { Organization } from './orgs/organizations.js';
+
+/** What every verb gets: storage, time and configuration. */
+export interface ServiceCtx {
+  db: DbOrTrx;
+  engine: Engine;
+  clock: Clock;
+  config: Config;
+}
+
+/** A verb acting for one organisation; `actorKeyId` is null when the CLI acts. */
+export interface OrgCtx extends ServiceCtx {
+  org: Organization;
+  actorKeyId: string | null;
+}

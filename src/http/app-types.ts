@@ -1,0 +1,45 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Clock } from '../clock.js';
+import type { Config } from '../config.js';
+import type { OrgCtx, ServiceCtx } from '../context.js';
+import { AppError } from '../errors.js';
+import type { PlanName } from '../billing/plans.js';
+import type { Authenticated } from '../orgs/api-keys.js';
+import type { Storage } from '../storage/db.js';
+import type { RateLimiter } from './rate-limit.js';
+import type { Metrics } from './metrics.js';
+
+export interface AppDeps {
+  storage: Storage;
+  config: Config;
+  clock: Clock;
+  rateLimiter: RateLimiter;
+}
+
+export type RateClass = 'track' | 'other' | 'none';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    auth: Authenticated | null;
+  }
+  interface FastifyContextConfig {
+    /** Lowest plan that may call the route (403 plan_upgrade_required below it). */
+    plan?: PlanName;
+    /** Which per-key rate applies; `none` when the handler counts itself (batch). */
+    rateClass?: RateClass;
+  }
+  interface FastifyInstance {
+    tally: AppDeps;
+    metrics: Metrics;
+  }
+}
+
+export function serviceCtx(deps: AppDeps): ServiceCtx {
+  return { db: deps.storage.db, engine: deps.storage.engine, clock: deps.clock, config: deps.config };
+}
+
+/** The verb context of an authenticated request. */
+export function orgCtx(app: FastifyInstance, request: FastifyRequest): OrgCtx {
+  if (!request.auth) throw new AppError('missing_authorization', 'Send Authorization: Bearer <API key>.');
+  return { ...serviceCtx(app.tally), org: request.auth.org, actorKeyId: request.auth.keyId };
+}

@@ -1,0 +1,65 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { requirePlan } from '../billing/plans.js';
+import { AppError } from '../errors.js';
+import { authenticate } from '../orgs/api-keys.js';
+import type { RateDecision } from './rate-limit.js';
+
+export function setRateHeaders(reply: FastifyReply, decision: RateDecision): void {
+  reply.header('RateLimit-Limit', String(decision.limit));
+  reply.header('RateLimit-Remaining', String(decision.remaining));
+  reply.header('RateLimit-Reset', String(decision.resetSeconds));
+}
+
+/**
+ * Takes `cost` units of the key's per-second budget. A Redis outage must not take tracking
+ * down with it, so the limiter failing lets the request through (and logs why).
+ */
+export async function consumeRate(
+  app: FastifyInstance,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  rateClass: 'track' | 'other',
+  cost: number,
+): Promise<number> {
+  const auth = request.auth;
+  if (!auth) return cost;
+  const plan = app.tally.config.plans[auth.org.plan];
+  const limit = rateClass === 'track' ? plan.track_rate_per_second : plan.other_rate_per_second;
+  let decision: RateDecision;
+  try {
+    decision = await app.tally.rateLimiter.consume(
+      `${auth.keyId}:${rateClass}`,
+      limit,
+      cost,
+      app.tally.clock.now().getTime(),
+    );
+  } catch (error) {
+    request.log.warn({ err: error }, 'rate limiter unavailable; request let through');
+    return cost;
+  }
+  setRateHeaders(reply, decision);
+  return decision.granted;
+}
+
+/** The order of DESIGN §2: authentication → rate limit → plan gate, before any body is read. */
+export function registerAuth(app: FastifyInstance): void {
+  app.decorateRequest('auth', null);
+  app.addHook('onRequest', async (request, reply) => {
+    const header = request.headers.authorization;
+    if (header === undefined || header === '') {
+      throw new AppError('missing_authorization', 'Send Authorization: Bearer <API key>.');
+    }
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    if (!match?.[1]) throw new AppError('invalid_api_key', 'The API key is malformed or unknown.');
+    request.auth = await authenticate({ ctx: app.tally.storage, token: match[1] });
+
+    const config = request.routeOptions.config;
+    const rateClass = config.rateClass ?? 'other';
+    if (rateClass !== 'none') {
+      const granted = await consumeRate(app, request, reply, rateClass, 1);
+      if (granted < 1)
+        throw new AppError('rate_limited', 'Too many requests for this API key; retry in a second.');
+    }
+    if (config.plan) requirePlan(request.auth.org.plan, config.plan);
+  });
+}

@@ -1,0 +1,92 @@
+import Fastify, { type FastifyInstance } from 'fastify';
+import swagger from '@fastify/swagger';
+import { Ajv } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import { AppError } from '../errors.js';
+import { newId } from '../ids.js';
+import type { AppDeps } from './app-types.js';
+import { registerAuth } from './auth.js';
+import { errorBody, handleError, sendError } from './errors.js';
+import { createMetrics } from './metrics.js';
+import { registerServiceRoutes } from './service-routes.js';
+import { registerTrackingRoutes } from '../tracking/routes.js';
+import { registerSettingsRoutes } from '../settings/routes.js';
+
+const addFormats = addFormatsModule.default;
+export const BODY_LIMIT_BYTES = 64 * 1024;
+
+function makeAjv(coerce: boolean): Ajv {
+  // Bodies are taken as sent (no coercion, no silent removal of unknown fields); query strings
+  // and headers arrive as text and are coerced to the schema's types.
+  const ajv = new Ajv({
+    allErrors: true,
+    removeAdditional: false,
+    useDefaults: true,
+    coerceTypes: coerce ? 'array' : false,
+    strict: false,
+  });
+  addFormats(ajv);
+  return ajv;
+}
+
+export interface BuildOptions {
+  logger?: boolean | { level: string };
+}
+
+export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: options.logger ?? { level: deps.config.logLevel },
+    bodyLimit: BODY_LIMIT_BYTES,
+    genReqId: () => newId('req'),
+    requestIdHeader: false,
+    return503OnClosing: true,
+    ajv: { customOptions: { removeAdditional: false } },
+  });
+  const bodyAjv = makeAjv(false);
+  const textAjv = makeAjv(true);
+  app.setValidatorCompiler(({ schema, httpPart }) =>
+    (httpPart === 'body' ? bodyAjv : textAjv).compile(schema as object),
+  );
+
+  app.decorate('tally', deps);
+  app.decorate('metrics', createMetrics());
+  app.setErrorHandler(handleError);
+  app.setNotFoundHandler((request, reply) =>
+    sendError(reply, new AppError('not_found', `No route ${request.method} ${request.url.split('?')[0]}.`)),
+  );
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('X-Request-Id', request.id);
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    const route = request.routeOptions.url ?? 'unmatched';
+    app.metrics.requests.inc({ method: request.method, route, status: String(reply.statusCode) });
+    app.metrics.duration.observe({ route }, reply.elapsedTime / 1000);
+  });
+  // Fastify's own 503 while closing uses its own body; keep ours.
+  app.addHook('onSend', async (request, reply, payload) => {
+    if (reply.statusCode === 503 && typeof payload === 'string' && !payload.includes('"request_id"')) {
+      reply.header('Content-Type', 'application/json; charset=utf-8');
+      return JSON.stringify(errorBody('service_unavailable', 'The server is shutting down.', request.id));
+    }
+    return payload;
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'Tally API', version: '1.0.0', description: 'What AI agents are worth.' },
+      components: {
+        securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'tally_live_… API key' } },
+      },
+      security: [{ bearer: [] }],
+    },
+  });
+
+  registerServiceRoutes(app);
+  await app.register(async (v1) => {
+    registerAuth(v1);
+    registerTrackingRoutes(v1);
+    registerSettingsRoutes(v1);
+  });
+  return app;
+}

@@ -1,0 +1,31 @@
+import { randomBytes, randomInt } from 'node:crypto';
+
+const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+const ALNUM = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+
+/** A 26-character ULID: 48 bits of milliseconds, then 80 random bits; sorts by time. */
+export function ulid(at: Date = new Date()): string {
+  let time = at.getTime();
+  let head = '';
+  for (let i = 0; i < 10; i++) {
+    head = (CROCKFORD[time % 32] ?? '0') + head;
+    time = Math.floor(time / 32);
+  }
+  const bytes = randomBytes(16);
+  let tail = '';
+  for (let i = 0; i < 16; i++) tail += CROCKFORD[(bytes[i] ?? 0) % 32];
+  return head + tail;
+}
+
+export type IdPrefix = 'org' | 'evt' | 'wh' | 'whmsg' | 'whdel' | 'req' | 'aud' | 'mail';
+
+export function newId(prefix: IdPrefix, at?: Date): string {
+  return `${prefix}_${ulid(at)}`;
+}
+
+/** Uniformly random characters from [A-Za-z0-9], for API keys. */
+export function randomAlnum(length: number): string {
+  let out = '';
+  for (let i = 0; i < length; i++) out += ALNUM[randomInt(ALNUM.length)];
+  return out;
+}

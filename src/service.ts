@@ -1,0 +1,61 @@
+import type { FastifyInstance } from 'fastify';
+import { systemClock, type Clock } from './clock.js';
+import type { Config } from './config.js';
+import type { ServiceCtx } from './context.js';
+import { buildApp } from './http/server.js';
+import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './http/rate-limit.js';
+import { countOrganizations, createOrganization } from './orgs/organizations.js';
+import { migrateToLatest, openStorage, type Storage } from './storage/db.js';
+
+export function createRateLimiter(config: Config): RateLimiter {
+  return config.redisUrl ? new RedisRateLimiter(config.redisUrl) : new MemoryRateLimiter();
+}
+
+/**
+ * On an empty database, creates the `default` organisation (Enterprise, EUR) and returns its
+ * API key so start-up can print it once; null when organisations exist already.
+ */
+export async function bootstrapDefaultOrganization(ctx: ServiceCtx): Promise<string | null> {
+  if ((await countOrganizations({ ctx })) > 0) return null;
+  const created = await createOrganization({
+    ctx,
+    input: { name: 'default', plan: 'enterprise', currency: 'EUR' },
+  });
+  return created.api_key;
+}
+
+export interface RunningService {
+  app: FastifyInstance | null;
+  storage: Storage;
+  stop(): Promise<void>;
+}
+
+export async function startService(config: Config, clock: Clock = systemClock): Promise<RunningService> {
+  const storage = openStorage(config.databaseUrl);
+  await migrateToLatest(storage.db);
+  const ctx: ServiceCtx = { db: storage.db, engine: storage.engine, clock, config };
+  const bootstrapKey = await bootstrapDefaultOrganization(ctx);
+  if (bootstrapKey) {
+    process.stdout.write(
+      `Created organisation "default" (plan enterprise). Its API key, shown only this once:\n\n  ${bootstrapKey}\n\n`,
+    );
+  }
+
+  const rateLimiter = createRateLimiter(config);
+  let app: FastifyInstance | null = null;
+  if (config.role !== 'worker') {
+    app = await buildApp({ storage, config, clock, rateLimiter });
+    await app.listen({ host: config.host, port: config.port });
+  }
+
+  return {
+    app,
+    storage,
+    // Fastify's close stops accepting, lets in-flight requests finish, then resolves.
+    async stop() {
+      if (app) await app.close();
+      await rateLimiter.close();
+      await storage.close();
+    },
+  };
+}

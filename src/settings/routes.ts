@@ -1,0 +1,70 @@
+import type { FastifyInstance } from 'fastify';
+import { Type, type Static } from '@sinclair/typebox';
+import { CATEGORIES } from '../catalogue/categories.js';
+import { orgCtx } from '../http/app-types.js';
+import { errorResponses } from '../http/schemas.js';
+import { settingsView, updateSettings } from './settings.js';
+
+const Rate = Type.Number({ minimum: 0, maximum: 1_000_000 });
+const Credit = Type.Number({ minimum: 0, maximum: 1 });
+
+const SettingsPatchBody = Type.Object(
+  {
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    currency: Type.Optional(Type.String({ pattern: '^[A-Z]{3}$' })),
+    default_hourly_rate: Type.Optional(Rate),
+    category_hourly_rates: Type.Optional(
+      Type.Object(Object.fromEntries(CATEGORIES.map((c) => [c, Type.Optional(Rate)])), {
+        additionalProperties: false,
+      }),
+    ),
+    outcome_credit: Type.Optional(
+      Type.Object(
+        {
+          success: Type.Optional(Credit),
+          needs_review: Type.Optional(Credit),
+          failure: Type.Optional(Credit),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    fallback_baseline_minutes: Type.Optional(
+      Type.Union([Type.Number({ exclusiveMinimum: 0, maximum: 525600 }), Type.Null()]),
+    ),
+    usd_exchange_rate: Type.Optional(Type.Union([Type.Number({ exclusiveMinimum: 0 }), Type.Null()])),
+    admin_emails: Type.Optional(
+      Type.Array(Type.String({ format: 'email', maxLength: 254 }), { maxItems: 50 }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export function registerSettingsRoutes(app: FastifyInstance): void {
+  app.get(
+    '/v1/settings',
+    { schema: { tags: ['settings'], summary: 'Organisation settings', response: errorResponses } },
+    async (request) => settingsView(orgCtx(app, request).org),
+  );
+
+  app.patch<{ Body: Static<typeof SettingsPatchBody> }>(
+    '/v1/settings',
+    {
+      schema: {
+        tags: ['settings'],
+        summary: 'Change organisation settings; stored events keep the values they were computed with',
+        body: SettingsPatchBody,
+        response: errorResponses,
+      },
+    },
+    async (request) => {
+      const ctx = orgCtx(app, request);
+      const org = await updateSettings({
+        ctx,
+        orgId: ctx.org.id,
+        actorKeyId: ctx.actorKeyId,
+        patch: request.body,
+      });
+      return settingsView(org);
+    },
+  );
+}

@@ -1,0 +1,92 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import SQLite from 'better-sqlite3';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Transaction } from 'kysely';
+import pg from 'pg';
+import { migrations } from './migrations/index.js';
+import type { Database } from './schema.js';
+
+export type Engine = 'sqlite' | 'postgres';
+export type Db = Kysely<Database>;
+/** A verb takes either the database or an open transaction. */
+export type DbOrTrx = Kysely<Database> | Transaction<Database>;
+
+export interface Storage {
+  engine: Engine;
+  db: Db;
+  close(): Promise<void>;
+}
+
+// int8 and numeric come back as strings by default; every value we keep fits in 2^53.
+pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
+pg.types.setTypeParser(pg.types.builtins.NUMERIC, (v) => Number(v));
+
+export interface OpenOptions {
+  /** PostgreSQL only: the schema to work in (tests use one schema per file). */
+  schema?: string;
+  poolSize?: number;
+}
+
+export function openStorage(url: string, options: OpenOptions = {}): Storage {
+  if (url.startsWith('sqlite:')) {
+    const path = url.slice('sqlite:'.length) || ':memory:';
+    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    const database = new SQLite(path);
+    // WAL with synchronous=NORMAL: a committed transaction survives a process crash; an OS
+    // crash may lose the last commits (documented in the README).
+    database.pragma('journal_mode = WAL');
+    database.pragma('synchronous = NORMAL');
+    database.pragma('busy_timeout = 5000');
+    const db = new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
+    return { engine: 'sqlite', db, close: () => db.destroy() };
+  }
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.poolSize ?? 10,
+    connectionTimeoutMillis: 5000,
+    ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
+  });
+  // An idle client losing its connection must not crash the process; the next query reports it.
+  pool.on('error', () => undefined);
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return { engine: 'postgres', db, close: () => db.destroy() };
+}
+
+export async function migrateToLatest(db: Db): Promise<string[]> {
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) throw error;
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
+
+const UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'SQLITE_BUSY',
+  'SQLITE_LOCKED',
+  'SQLITE_CANTOPEN',
+  'SQLITE_IOERR',
+  'SQLITE_FULL',
+  '57P01',
+  '57P02',
+  '57P03',
+  '53300',
+]);
+
+/** True for errors that mean "the database cannot be reached right now" (answered with 503). */
+export function isUnavailableError(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' && (UNAVAILABLE_CODES.has(code) || code.startsWith('08'))) return true;
+  const message = (error as { message?: unknown }).message;
+  return (
+    typeof message === 'string' &&
+    /Connection terminated|timeout exceeded when trying to connect|connect ECONNREFUSED|Client has encountered a connection error|driver has already been destroyed/i.test(
+      message,
+    )
+  );
+}

@@ -1,0 +1,136 @@
+import type { FastifyInstance } from 'fastify';
+import { Type, type Static } from '@sinclair/typebox';
+import { AppError } from '../errors.js';
+import { orgCtx } from '../http/app-types.js';
+import { consumeRate } from '../http/auth.js';
+import { errorBody } from '../http/errors.js';
+import { errorResponses, ListQueryFields } from '../http/schemas.js';
+import { getEvent, listEvents } from './events.js';
+import { BatchBody, StoredEventSchema, TrackBody, TrackHeaders } from './schema.js';
+import { trackEvent } from './track.js';
+
+const BATCH_BODY_LIMIT_BYTES = 5 * 1024 * 1024;
+
+const EventsQuery = Type.Object(
+  {
+    agent_id: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    task_type: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    ...ListQueryFields,
+  },
+  { additionalProperties: false },
+);
+
+export function registerTrackingRoutes(app: FastifyInstance): void {
+  app.post<{ Body: Static<typeof TrackBody>; Headers: Static<typeof TrackHeaders> }>(
+    '/v1/track',
+    {
+      config: { rateClass: 'track' },
+      schema: {
+        tags: ['tracking'],
+        summary: 'Record one finished agent task',
+        body: TrackBody,
+        headers: TrackHeaders,
+        response: { 201: StoredEventSchema, ...errorResponses },
+      },
+    },
+    async (request, reply) => {
+      const result = await trackEvent({
+        ctx: orgCtx(app, request),
+        input: request.body,
+        idempotencyKey: request.headers['idempotency-key'] ?? null,
+      });
+      if (result.replayed) reply.header('Idempotent-Replayed', 'true');
+      else app.metrics.eventsTracked.inc();
+      return reply.code(201).send(result.event);
+    },
+  );
+
+  app.post<{ Body: Static<typeof BatchBody> }>(
+    '/v1/track/batch',
+    {
+      bodyLimit: BATCH_BODY_LIMIT_BYTES,
+      // Counted per event once the body is read, so a batch can be partly admitted.
+      config: { rateClass: 'none' },
+      schema: {
+        tags: ['tracking'],
+        summary: 'Record up to 500 finished agent tasks; each succeeds or fails on its own',
+        body: BatchBody,
+        response: { ...errorResponses },
+      },
+    },
+    async (request, reply) => {
+      const { events } = request.body;
+      const granted = await consumeRate(app, request, reply, 'track', events.length);
+      if (granted < 1)
+        throw new AppError('rate_limited', 'Too many requests for this API key; retry in a second.');
+      const ctx = orgCtx(app, request);
+      const data = [];
+      for (const [i, item] of events.entries()) {
+        if (i >= granted) {
+          const error = new AppError(
+            'rate_limited',
+            'Over the per-second track rate; send this event again.',
+          );
+          data.push({ status: 429, error: errorBody(error.code, error.message, request.id).error });
+          continue;
+        }
+        const { idempotency_key: idempotencyKey, ...input } = item;
+        try {
+          const result = await trackEvent({
+            ctx,
+            input,
+            idempotencyKey: idempotencyKey ?? null,
+            path: `/body/events/${i}`,
+          });
+          if (!result.replayed) app.metrics.eventsTracked.inc();
+          data.push({ status: 201, event: result.event, ...(result.replayed ? { replayed: true } : {}) });
+        } catch (error) {
+          if (!(error instanceof AppError)) throw error;
+          data.push({
+            status: error.status,
+            error: errorBody(error.code, error.message, request.id, error.details).error,
+          });
+        }
+      }
+      return reply.code(207).send({ data });
+    },
+  );
+
+  app.get<{ Querystring: Static<typeof EventsQuery> }>(
+    '/v1/events',
+    {
+      schema: {
+        tags: ['tracking'],
+        summary: 'List stored events, newest first',
+        querystring: EventsQuery,
+        response: {
+          200: Type.Object({
+            data: Type.Array(StoredEventSchema),
+            next_cursor: Type.Union([Type.String(), Type.Null()]),
+          }),
+          ...errorResponses,
+        },
+      },
+    },
+    async (request) => {
+      const q = request.query;
+      return listEvents({
+        ctx: orgCtx(app, request),
+        input: { agentId: q.agent_id, taskType: q.task_type, limit: q.limit, cursor: q.cursor },
+      });
+    },
+  );
+
+  app.get<{ Params: { event_id: string } }>(
+    '/v1/events/:event_id',
+    {
+      schema: {
+        tags: ['tracking'],
+        summary: 'One stored event',
+        params: Type.Object({ event_id: Type.String() }),
+        response: { 200: StoredEventSchema, ...errorResponses },
+      },
+    },
+    async (request) => getEvent({ ctx: orgCtx(app, request), eventId: request.params.event_id }),
+  );
+}

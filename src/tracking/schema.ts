@@ -1,0 +1,78 @@
+import { Type, type TSchema } from '@sinclair/typebox';
+
+const NonNegative = Type.Number({ minimum: 0 });
+const TokenCount = Type.Integer({ minimum: 0 });
+
+export const AuditSample = Type.Object(
+  {
+    input_excerpt: Type.Optional(Type.String({ maxLength: 2000 })),
+    output_excerpt: Type.Optional(Type.String({ maxLength: 2000 })),
+    model: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    tokens_in: Type.Optional(TokenCount),
+    tokens_out: Type.Optional(TokenCount),
+  },
+  { additionalProperties: false },
+);
+
+const trackFields = {
+  agent_id: Type.String({ minLength: 1, maxLength: 200 }),
+  task_type: Type.String({ minLength: 1, maxLength: 200 }),
+  outcome: Type.Union([Type.Literal('success'), Type.Literal('failure'), Type.Literal('needs_review')]),
+  agent_duration_seconds: Type.Optional(NonNegative),
+  agent_cost: Type.Optional(NonNegative),
+  model: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+  tokens_in: Type.Optional(TokenCount),
+  tokens_out: Type.Optional(TokenCount),
+  human_baseline_minutes: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 525600 })),
+  metadata: Type.Optional(Type.Object({}, { additionalProperties: true })),
+  audit_sample: Type.Optional(AuditSample),
+  occurred_at: Type.Optional(Type.String({ format: 'date-time' })),
+};
+
+/** Body of POST /v1/track (spec §2.1, limits of DESIGN §4). */
+export const TrackBody = Type.Object(trackFields, { additionalProperties: false });
+
+export const IdempotencyKey = Type.String({ pattern: '^[\\x20-\\x7E]{1,255}$' });
+
+export const TrackHeaders = Type.Object({ 'idempotency-key': Type.Optional(IdempotencyKey) });
+
+export const BATCH_MAX_EVENTS = 500;
+
+export const BatchBody = Type.Object(
+  {
+    events: Type.Array(
+      Type.Object(
+        { ...trackFields, idempotency_key: Type.Optional(IdempotencyKey) },
+        { additionalProperties: false },
+      ),
+      { minItems: 1, maxItems: BATCH_MAX_EVENTS },
+    ),
+  },
+  { additionalProperties: false },
+);
+
+const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
+
+/** The stored event (spec §2.2 plus DESIGN §4's extra fields). */
+export const StoredEventSchema = Type.Object({
+  event_id: Type.String(),
+  agent_id: Type.String(),
+  task_type: Type.String(),
+  outcome: Type.String(),
+  resolved_baseline_minutes: Type.Number(),
+  resolved_baseline_source: Type.String({ enum: ['request', 'override', 'custom', 'builtin', 'fallback'] }),
+  resolved_hourly_rate: Type.Number(),
+  currency: Type.String(),
+  agent_duration_seconds: Nullable(Type.Number()),
+  hours_saved: Type.Number(),
+  cost_saved: Type.Number(),
+  agent_cost: Nullable(Type.Number()),
+  resolved_cost_source: Type.String({ enum: ['provided', 'computed', 'none'] }),
+  net_saved: Type.Number(),
+  occurred_at: Type.String({ format: 'date-time' }),
+  model: Type.Union([Type.String(), Type.Null()]),
+  tokens_in: Nullable(Type.Integer()),
+  tokens_out: Nullable(Type.Integer()),
+  metadata: Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()]),
+  received_at: Type.String({ format: 'date-time' }),
+});

@@ -1,0 +1,96 @@
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import { ManualClock } from '../../src/clock.js';
+import { loadConfig, type Config } from '../../src/config.js';
+import type { OrgCtx, ServiceCtx } from '../../src/context.js';
+import type { PlanName } from '../../src/billing/plans.js';
+import { buildApp } from '../../src/http/server.js';
+import { MemoryRateLimiter, type RateLimiter } from '../../src/http/rate-limit.js';
+import { createOrganization, getOrganization } from '../../src/orgs/organizations.js';
+import type { Engine } from '../../src/storage/db.js';
+import { createTestStorage, type TestStorage } from './engines.js';
+
+export interface TestOrg {
+  id: string;
+  apiKey: string;
+  keyId: string;
+}
+
+export interface Harness {
+  engine: Engine;
+  app: FastifyInstance;
+  storage: TestStorage;
+  clock: ManualClock;
+  config: Config;
+  ctx: ServiceCtx;
+  org: TestOrg;
+  /** Creates another organisation with its own key. */
+  createOrg(input?: {
+    plan?: PlanName;
+    currency?: string;
+    hourlyRate?: number;
+    adminEmails?: string[];
+  }): Promise<TestOrg>;
+  orgCtx(org?: TestOrg): Promise<OrgCtx>;
+  /** `app.inject` with the organisation's key (or `apiKey`) as Bearer token. */
+  request(options: InjectOptions & { apiKey?: string | null }): Promise<LightMyRequestResponse>;
+  close(): Promise<void>;
+}
+
+export interface HarnessOptions {
+  plan?: PlanName;
+  currency?: string;
+  now?: string;
+  env?: Record<string, string>;
+  rateLimiter?: RateLimiter;
+}
+
+/** A fresh app on a fresh database with one organisation and key, per test file or test. */
+export async function createHarness(engine: Engine, options: HarnessOptions = {}): Promise<Harness> {
+  const storage = await createTestStorage(engine);
+  const clock = new ManualClock(options.now ?? '2026-11-20T12:00:00.000Z');
+  const config = loadConfig({ TALLY_LOG_LEVEL: 'silent', ...options.env });
+  const ctx: ServiceCtx = { db: storage.db, engine, clock, config };
+  const app = await buildApp(
+    { storage, config, clock, rateLimiter: options.rateLimiter ?? new MemoryRateLimiter() },
+    { logger: false },
+  );
+
+  const createOrg: Harness['createOrg'] = async (input = {}) => {
+    const created = await createOrganization({
+      ctx,
+      input: {
+        name: 'Acme',
+        plan: input.plan ?? options.plan ?? 'pro',
+        currency: input.currency ?? options.currency,
+        ...input,
+      },
+    });
+    return { id: created.org.id, apiKey: created.api_key, keyId: created.key.id };
+  };
+  const org = await createOrg();
+
+  return {
+    engine,
+    app,
+    storage,
+    clock,
+    config,
+    ctx,
+    org,
+    createOrg,
+    async orgCtx(which = org) {
+      return { ...ctx, org: await getOrganization({ ctx, id: which.id }), actorKeyId: which.keyId };
+    },
+    request({ apiKey, headers, ...rest }) {
+      const key = apiKey === undefined ? org.apiKey : apiKey;
+      return app.inject({
+        ...rest,
+        headers: { ...(key === null ? {} : { authorization: `Bearer ${key}` }), ...headers },
+      });
+    },
+    async close() {
+      await app.close();
+      await storage.destroy();
+    },
+  };
+}
