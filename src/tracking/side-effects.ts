@@ -1,5 +1,6 @@
 import type { OrgCtx } from '../context.js';
 import type { EventRow } from '../storage/schema.js';
+import { enqueueEventMessages } from '../webhooks/outbox.js';
 import type { StoredEvent } from './events.js';
 
 export interface EventCreated {
@@ -18,5 +19,5 @@ export interface EventCreated {
  * Features add their call here; each must use `created.ctx.db`, the open transaction.
  */
 export async function onEventCreated(created: EventCreated): Promise<void> {
-  void created;
+  await enqueueEventMessages(created);
 }
