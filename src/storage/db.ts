@@ -52,8 +52,16 @@ export function openStorage(url: string, options: OpenOptions = {}): Storage {
   return { engine: 'postgres', db, close: () => db.destroy() };
 }
 
-export async function migrateToLatest(db: Db): Promise<string[]> {
-  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
+/**
+ * `schema` (PostgreSQL) names where the migration bookkeeping lives: Kysely otherwise finds
+ * another schema's bookkeeping tables and skips creating its own (seen with per-test schemas).
+ */
+export async function migrateToLatest(db: Db, schema?: string): Promise<string[]> {
+  const migrator = new Migrator({
+    db,
+    provider: { getMigrations: async () => migrations },
+    ...(schema ? { migrationTableSchema: schema } : {}),
+  });
   const { error, results } = await migrator.migrateToLatest();
   if (error) throw error;
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
