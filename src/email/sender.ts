@@ -30,19 +30,24 @@ export async function sendDueEmails({
   limit?: number;
 }): Promise<number> {
   const now = ctx.clock.now().getTime();
-  const due = ctx.db
-    .selectFrom('emails')
-    .select('id')
-    .where('status', '=', 'pending')
-    .where('next_attempt_at', '<=', now)
-    .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<=', now)]))
-    .orderBy('next_attempt_at')
-    .limit(limit)
-    .$if(ctx.engine === 'postgres', (qb) => qb.forUpdate().skipLocked());
   const claimed = await ctx.db
+    .with(
+      (cte) => cte('due').materialized(),
+      (db) =>
+        db
+          .selectFrom('emails')
+          .select('id')
+          .where('status', '=', 'pending')
+          .where('next_attempt_at', '<=', now)
+          .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<=', now)]))
+          .orderBy('next_attempt_at')
+          .limit(limit)
+          .$if(ctx.engine === 'postgres', (qb) => qb.forUpdate().skipLocked()),
+    )
     .updateTable('emails')
     .set((eb) => ({ locked_until: now + LEASE_MS, claimed_by: token, attempts: eb('attempts', '+', 1) }))
-    .where('id', 'in', due)
+    .where('id', 'in', (eb) => eb.selectFrom('due').select('due.id'))
+    .where('status', '=', 'pending')
     .returning(['id', 'to_address', 'subject', 'body', 'attempts'])
     .execute();
   for (const mail of claimed) {

@@ -39,21 +39,27 @@ export async function claimDueDeliveries({
 }): Promise<ClaimedDelivery[]> {
   if (limit <= 0) return [];
   const now = ctx.clock.now().getTime();
-  const due = ctx.db
-    .selectFrom('webhook_deliveries as d')
-    .innerJoin('webhooks as w', 'w.id', 'd.webhook_id')
-    .select('d.id')
-    .where('d.status', '=', 'pending')
-    .where('d.next_attempt_at', '<=', now)
-    .where('d.locked_until', 'is', null)
-    .where('w.deleted_at', 'is', null)
-    // A deactivated webhook's deliveries wait (not lost) until it is reactivated; test pings go anyway.
-    .where((eb) => eb.or([eb('w.status', '<>', 'deactivated'), eb('d.event_type', '=', 'test.ping')]))
-    .$if(busyWebhookIds.length > 0, (qb) => qb.where('d.webhook_id', 'not in', busyWebhookIds))
-    .orderBy('d.next_attempt_at')
-    .limit(limit)
-    .$if(ctx.engine === 'postgres', (qb) => qb.forUpdate(['d']).skipLocked());
+  // The due rows are picked in a materialised CTE: PostgreSQL may re-run an `IN (SELECT …
+  // LIMIT n SKIP LOCKED)` subquery and so claim more than n rows.
   const claimed = await ctx.db
+    .with(
+      (cte) => cte('due').materialized(),
+      (db) =>
+        db
+          .selectFrom('webhook_deliveries as d')
+          .innerJoin('webhooks as w', 'w.id', 'd.webhook_id')
+          .select('d.id')
+          .where('d.status', '=', 'pending')
+          .where('d.next_attempt_at', '<=', now)
+          .where('d.locked_until', 'is', null)
+          .where('w.deleted_at', 'is', null)
+          // A deactivated webhook's deliveries wait (not lost) until it is reactivated; test pings go anyway.
+          .where((eb) => eb.or([eb('w.status', '<>', 'deactivated'), eb('d.event_type', '=', 'test.ping')]))
+          .$if(busyWebhookIds.length > 0, (qb) => qb.where('d.webhook_id', 'not in', busyWebhookIds))
+          .orderBy('d.next_attempt_at')
+          .limit(limit)
+          .$if(ctx.engine === 'postgres', (qb) => qb.forUpdate(['d']).skipLocked()),
+    )
     .updateTable('webhook_deliveries')
     .set((eb) => ({
       attempts: eb('attempts', '+', 1),
@@ -61,7 +67,7 @@ export async function claimDueDeliveries({
       claimed_by: token,
       updated_at: now,
     }))
-    .where('id', 'in', due)
+    .where('id', 'in', (eb) => eb.selectFrom('due').select('due.id'))
     .where('status', '=', 'pending')
     .where('locked_until', 'is', null)
     .returning(['id', 'attempts'])
