@@ -142,11 +142,11 @@ export class DeliveryWorker {
   }
 
   private sleep(ms: number): Promise<void> {
-    const full = this.inFlight.size >= this.concurrency;
+    // A finishing send frees a slot (or a webhook's share of them): look for work at once.
+    const wakeable = this.inFlight.size > 0;
     return new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, ms);
-      // A finishing send only cuts the wait short when slots were full (more work may be due).
-      this.wakeUp = full
+      this.wakeUp = wakeable
         ? () => {
             clearTimeout(timer);
             resolve();
