@@ -29,7 +29,9 @@ export function registerCatalogueRoutes(app: FastifyInstance): void {
     },
     async (request) => {
       const { category, include_archived: includeArchived } = request.query;
-      return { data: await listTaskTypes({ ctx: orgCtx(app, request), input: { category, includeArchived } }) };
+      return {
+        data: await listTaskTypes({ ctx: orgCtx(app, request), input: { category, includeArchived } }),
+      };
     },
   );
 

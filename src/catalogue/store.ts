@@ -15,7 +15,11 @@ export async function findCustomTaskType(
     .executeTakeFirst();
 }
 
-export async function findOverride(db: DbOrTrx, orgId: string, key: string): Promise<OverrideRow | undefined> {
+export async function findOverride(
+  db: DbOrTrx,
+  orgId: string,
+  key: string,
+): Promise<OverrideRow | undefined> {
   return db
     .selectFrom('task_type_overrides')
     .selectAll()

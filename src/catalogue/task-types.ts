@@ -34,7 +34,9 @@ export async function listTaskTypes({
   input: ListTaskTypesInput;
 }): Promise<TaskTypeRecord[]> {
   const overrides = new Map((await listOverrides(ctx.db, ctx.org.id)).map((o) => [o.task_key, o]));
-  const builtins = BUILTIN_TASK_TYPES.filter((b) => input.category === undefined || b.category === input.category)
+  const builtins = BUILTIN_TASK_TYPES.filter(
+    (b) => input.category === undefined || b.category === input.category,
+  )
     .map((b) => builtinRecord(b, overrides.get(b.key)))
     .sort(byKey);
   const customs = (await listCustomTaskTypes(ctx.db, ctx.org.id))

@@ -42,7 +42,11 @@ describe.each(ENGINES)('GET /v1/audit-log (%s)', (engine) => {
       at: '2026-11-20T12:00:00.000Z',
     });
     expect(created.id).toMatch(/^aud_/);
-    expect(firstSet).toMatchObject({ before: null, reason: 'first study', target: 'task_type:dev_code_review' });
+    expect(firstSet).toMatchObject({
+      before: null,
+      reason: 'first study',
+      target: 'task_type:dev_code_review',
+    });
     expect(secondSet).toMatchObject({
       before: { baseline_minutes_override: 40, original_baseline_minutes: 30, reason: 'first study' },
       after: { baseline_minutes_override: 35, original_baseline_minutes: 30, reason: 'second study' },

@@ -83,7 +83,12 @@ describe.each(ENGINES)('POST /v1/task-types (%s)', (engine) => {
     expect(res.statusCode).toBe(422);
     const paths = res.json().error.details.map((d: { path: string }) => d.path);
     expect(paths).toEqual(
-      expect.arrayContaining(['/body/key', '/body/display_name', '/body/category', '/body/default_baseline_minutes']),
+      expect.arrayContaining([
+        '/body/key',
+        '/body/display_name',
+        '/body/category',
+        '/body/default_baseline_minutes',
+      ]),
     );
   });
 
@@ -103,9 +108,19 @@ describe.each(ENGINES)('POST /v1/task-types (%s)', (engine) => {
   });
 
   it('needs authentication', async () => {
-    const res = await h.request({ method: 'POST', url: '/v1/task-types', payload: customBody(), apiKey: null });
+    const res = await h.request({
+      method: 'POST',
+      url: '/v1/task-types',
+      payload: customBody(),
+      apiKey: null,
+    });
     expect(res.statusCode).toBe(401);
-    const bad = await h.request({ method: 'POST', url: '/v1/task-types', payload: customBody(), apiKey: 'nope' });
+    const bad = await h.request({
+      method: 'POST',
+      url: '/v1/task-types',
+      payload: customBody(),
+      apiKey: 'nope',
+    });
     expect(bad.json().error.code).toBe('invalid_api_key');
   });
 });

@@ -30,5 +30,9 @@ export function setOverride(h: Harness, key: string, payload: Record<string, unk
 }
 
 export function track(h: Harness, payload: Record<string, unknown>) {
-  return h.request({ method: 'POST', url: '/v1/track', payload: { agent_id: 'bot-1', outcome: 'success', ...payload } });
+  return h.request({
+    method: 'POST',
+    url: '/v1/track',
+    payload: { agent_id: 'bot-1', outcome: 'success', ...payload },
+  });
 }

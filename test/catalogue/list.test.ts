@@ -9,10 +9,15 @@ describe.each(ENGINES)('GET /v1/task-types (%s)', (engine) => {
   beforeAll(async () => {
     h = await createHarness(engine);
     expect((await createCustom(h, { key: 'zeta_task', category: 'dev' })).statusCode).toBe(201);
-    expect((await createCustom(h, { key: 'alpha_task', category: 'dev', hourly_rate: 90 })).statusCode).toBe(201);
+    expect((await createCustom(h, { key: 'alpha_task', category: 'dev', hourly_rate: 90 })).statusCode).toBe(
+      201,
+    );
     expect((await createCustom(h, { key: 'old_task', category: 'dev' })).statusCode).toBe(201);
     expect((await h.request({ method: 'DELETE', url: '/v1/task-types/old_task' })).statusCode).toBe(200);
-    const res = await setOverride(h, 'dev_code_review', { baseline_minutes_override: 40, reason: 'measured' });
+    const res = await setOverride(h, 'dev_code_review', {
+      baseline_minutes_override: 40,
+      reason: 'measured',
+    });
     expect(res.statusCode).toBe(200);
   });
   afterAll(async () => h.close());

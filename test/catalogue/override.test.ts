@@ -12,7 +12,10 @@ describe.each(ENGINES)('POST and DELETE /v1/task-types/{key}/override (%s)', (en
   afterAll(async () => h.close());
 
   it('sets an override and replaces it on a second call', async () => {
-    const first = await setOverride(h, 'legal_nda_review', { baseline_minutes_override: 25, reason: 'time study' });
+    const first = await setOverride(h, 'legal_nda_review', {
+      baseline_minutes_override: 25,
+      reason: 'time study',
+    });
     expect(first.statusCode).toBe(200);
     expect(first.json()).toMatchObject({
       key: 'legal_nda_review',
@@ -69,7 +72,9 @@ describe.each(ENGINES)('POST and DELETE /v1/task-types/{key}/override (%s)', (en
     const other = await h.createOrg();
     const res = await setOverride(h, 'own_type', { baseline_minutes_override: 5 }, other);
     expect(res.statusCode).toBe(404);
-    expect((await setOverride(h, 'dev_bug_fix', { baseline_minutes_override: 99 }, other)).statusCode).toBe(200);
+    expect((await setOverride(h, 'dev_bug_fix', { baseline_minutes_override: 99 }, other)).statusCode).toBe(
+      200,
+    );
     const mine = await h.request({ method: 'GET', url: '/v1/task-types?category=dev' });
     const bugFix = mine.json().data.find((t: { key: string }) => t.key === 'dev_bug_fix');
     expect(bugFix.override).toBeNull();
