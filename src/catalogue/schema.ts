@@ -1,8 +1,7 @@
-import { Type } from '@sinclair/typebox';
+import { Type, type TSchema } from '@sinclair/typebox';
 import { CATEGORIES, type Category } from './categories.js';
 
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) =>
-  Type.Union([schema, Type.Null()]);
+const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 
 // One `enum` rather than a union of literals, so a bad value yields one clear detail.
 export const CategorySchema = Type.Unsafe<Category>({ type: 'string', enum: [...CATEGORIES] });
