@@ -69,6 +69,20 @@ describe.each(ENGINES)('baseline and hourly rate resolution through POST /v1/tra
     expect(resolved(withBaseline.json())).toEqual(['request', 9]);
   });
 
+  it('an archived custom type stays unknown_task_type even with a fallback baseline set (spec §3)', async () => {
+    const org = await h.createOrg();
+    await createCustom(h, { key: 'retired_too' }, org);
+    await h.request({ method: 'DELETE', url: '/v1/task-types/retired_too', apiKey: org.apiKey });
+    expect((await patchSettings(org, { fallback_baseline_minutes: 7 })).statusCode).toBe(200);
+    const res = await trackAs(org, { task_type: 'retired_too' });
+    expect(res.statusCode).toBe(422);
+    expect(res.json().error).toMatchObject({
+      code: 'unknown_task_type',
+      details: [{ message: 'is archived' }],
+    });
+    expect(resolved((await trackAs(org, { task_type: 'never_created' })).json())).toEqual(['fallback', 7]);
+  });
+
   it("does not use another organisation's custom type or override", async () => {
     const owner = await h.createOrg();
     const stranger = await h.createOrg();
