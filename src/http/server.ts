@@ -11,6 +11,8 @@ import { createMetrics } from './metrics.js';
 import { registerServiceRoutes } from './service-routes.js';
 import { registerTrackingRoutes } from '../tracking/routes.js';
 import { registerSettingsRoutes } from '../settings/routes.js';
+import { registerCatalogueRoutes } from '../catalogue/routes.js';
+import { registerAuditRoutes } from '../audit/routes.js';
 import { registerWebhookRoutes } from '../webhooks/routes.js';
 
 const addFormats = addFormatsModule.default;
@@ -87,6 +89,8 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
   await app.register(async (v1) => {
     registerAuth(v1);
     registerTrackingRoutes(v1);
+    registerCatalogueRoutes(v1);
+    registerAuditRoutes(v1);
     registerSettingsRoutes(v1);
     registerWebhookRoutes(v1);
   });

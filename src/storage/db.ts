@@ -1,7 +1,15 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Transaction } from 'kysely';
+import {
+  Kysely,
+  Migrator,
+  PostgresAdapter,
+  PostgresDialect,
+  SqliteDialect,
+  sql,
+  type Transaction,
+} from 'kysely';
 import pg from 'pg';
 import { migrations } from './migrations/index.js';
 import type { Database } from './schema.js';
@@ -37,7 +45,9 @@ export function openStorage(url: string, options: OpenOptions = {}): Storage {
     database.pragma('journal_mode = WAL');
     database.pragma('synchronous = NORMAL');
     database.pragma('busy_timeout = 5000');
-    const db = new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
+    const db = new Kysely<Database>({
+      dialect: new SqliteDialect({ database: withStatementCache(database) }),
+    });
     return { engine: 'sqlite', db, close: () => db.destroy() };
   }
   const pool = new pg.Pool({
@@ -53,14 +63,46 @@ export function openStorage(url: string, options: OpenOptions = {}): Storage {
 }
 
 /**
- * `schema` (PostgreSQL) names where the migration bookkeeping lives: Kysely otherwise finds
- * another schema's bookkeeping tables and skips creating its own (seen with per-test schemas).
+ * Kysely prepares every query anew; preparing costs as much as running a small statement.
+ * Statements are reused by SQL text (safe: one connection, and better-sqlite3 runs them
+ * synchronously, so a statement is never in use twice at once).
  */
-export async function migrateToLatest(db: Db, schema?: string): Promise<string[]> {
+function withStatementCache(database: SQLite.Database, size = 500): SQLite.Database {
+  const cache = new Map<string, SQLite.Statement>();
+  const prepare = database.prepare.bind(database);
+  return new Proxy(database, {
+    get(target, property, receiver) {
+      if (property !== 'prepare') return Reflect.get(target, property, receiver) as unknown;
+      return (source: string) => {
+        let statement = cache.get(source);
+        if (statement) {
+          cache.delete(source);
+        } else {
+          statement = prepare(source);
+          if (cache.size >= size) {
+            const oldest = cache.keys().next();
+            if (!oldest.done) cache.delete(oldest.value);
+          }
+        }
+        cache.set(source, statement);
+        return statement;
+      };
+    },
+  });
+}
+
+export async function migrateToLatest(db: Db): Promise<string[]> {
+  // Kysely looks for its migration tables in every schema; on PostgreSQL, pin them to the
+  // schema we work in, or another schema's tables would make it skip creating ours.
+  let migrationTableSchema: string | undefined;
+  if (db.getExecutor().adapter instanceof PostgresAdapter) {
+    const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(db);
+    migrationTableSchema = rows[0]?.schema;
+  }
   const migrator = new Migrator({
     db,
     provider: { getMigrations: async () => migrations },
-    ...(schema ? { migrationTableSchema: schema } : {}),
+    ...(migrationTableSchema ? { migrationTableSchema } : {}),
   });
   const { error, results } = await migrator.migrateToLatest();
   if (error) throw error;

@@ -1,4 +1,5 @@
 import type { OrgCtx } from '../context.js';
+import type { DbOrTrx } from '../storage/db.js';
 import type { EventRow } from '../storage/schema.js';
 import { enqueueEventMessages } from '../webhooks/outbox.js';
 import type { StoredEvent } from './events.js';
@@ -13,11 +14,11 @@ export interface EventCreated {
 }
 
 /**
- * Everything that must happen with a new event, committed in the same transaction (DESIGN §4):
+ * Everything that must happen with new events, committed in their transaction (DESIGN §4):
  * report aggregates and webhook messages (the transactional outbox). The usage counter is
- * updated before the insert because it decides the Free plan's cap.
- * Features add their call here; each must use `created.ctx.db`, the open transaction.
+ * updated before the insert because it decides the Free plan's cap. `db` is the open
+ * transaction; `created` holds the batch's new events in order. Features add their call here.
  */
-export async function onEventCreated(created: EventCreated): Promise<void> {
-  await enqueueEventMessages(created);
+export async function onEventsCreated(db: DbOrTrx, created: EventCreated[]): Promise<void> {
+  await enqueueEventMessages(db, created);
 }
