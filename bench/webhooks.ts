@@ -57,7 +57,11 @@ await hook.body.dump();
 
 const createdAt = new Map<string, number>();
 let failures = 0;
-const body = JSON.stringify({ agent_id: 'bench-agent', task_type: 'support_ticket_reply', outcome: 'success' });
+const body = JSON.stringify({
+  agent_id: 'bench-agent',
+  task_type: 'support_ticket_reply',
+  outcome: 'success',
+});
 async function trackOne(): Promise<void> {
   const res = await api.request({ method: 'POST', path: '/v1/track', headers, body });
   const text = await res.body.text();
@@ -93,8 +97,14 @@ const backlog = async () =>
   );
 const backlogAtStop = await backlog();
 const deadline = performance.now() + 15_000;
-while (receivedAt.size < createdAt.size && performance.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-const backlogAtEnd = await backlog();
+while (receivedAt.size < createdAt.size && performance.now() < deadline)
+  await new Promise((r) => setTimeout(r, 50));
+// Receipts come before their results are recorded; give the records a moment to land.
+let backlogAtEnd = await backlog();
+while (backlogAtEnd > 0 && performance.now() < deadline) {
+  await new Promise((r) => setTimeout(r, 100));
+  backlogAtEnd = await backlog();
+}
 
 const delays = [...createdAt].flatMap(([id, t]) => {
   const r = receivedAt.get(id);

@@ -46,9 +46,9 @@ export class DeliveryWorker {
     private readonly ctx: ServiceCtx,
     options: WorkerOptions = {},
   ) {
-    this.concurrency = options.concurrency ?? 32;
-    this.perWebhook = options.perWebhook ?? 8;
-    this.idlePollMs = options.idlePollMs ?? 100;
+    this.concurrency = options.concurrency ?? 64;
+    this.perWebhook = options.perWebhook ?? 16;
+    this.idlePollMs = options.idlePollMs ?? 50;
     this.onError = options.onError ?? (() => undefined);
     this.agent = createDeliveryAgent(ctx.config.webhookAllowPrivateNetworks, ctx.config.webhookTimeoutMs);
     this.mail =
