@@ -91,22 +91,31 @@ function withStatementCache(database: SQLite.Database, size = 500): SQLite.Datab
   });
 }
 
+/**
+ * Applies pending migrations in name order, all in one transaction, and returns their names.
+ * Our own small runner rather than Kysely's Migrator: that one lists the tables of every schema
+ * on the server, which fails whenever another schema is dropped meanwhile. On PostgreSQL an
+ * advisory lock per schema makes concurrent starts wait for each other.
+ */
 export async function migrateToLatest(db: Db): Promise<string[]> {
-  // Kysely looks for its migration tables in every schema; on PostgreSQL, pin them to the
-  // schema we work in, or another schema's tables would make it skip creating ours.
-  let migrationTableSchema: string | undefined;
-  if (db.getExecutor().adapter instanceof PostgresAdapter) {
-    const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(db);
-    migrationTableSchema = rows[0]?.schema;
-  }
-  const migrator = new Migrator({
+  await sql`create table if not exists tally_migrations (name text primary key, applied_at bigint not null)`.execute(
     db,
-    provider: { getMigrations: async () => migrations },
-    ...(migrationTableSchema ? { migrationTableSchema } : {}),
+  );
+  return db.transaction().execute(async (trx) => {
+    if (trx.getExecutor().adapter instanceof PostgresAdapter) {
+      await sql`select pg_advisory_xact_lock(hashtext('tally_migrations:' || current_schema()))`.execute(trx);
+    }
+    const done = await sql<{ name: string }>`select name from tally_migrations`.execute(trx);
+    const applied = new Set(done.rows.map((r) => r.name));
+    const pending = Object.keys(migrations)
+      .sort()
+      .filter((name) => !applied.has(name));
+    for (const name of pending) {
+      await migrations[name]?.up(trx);
+      await sql`insert into tally_migrations (name, applied_at) values (${name}, ${Date.now()})`.execute(trx);
+    }
+    return pending;
   });
-  const { error, results } = await migrator.migrateToLatest();
-  if (error) throw error;
-  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }
 
 const UNAVAILABLE_CODES = new Set([
