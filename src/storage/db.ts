@@ -1,7 +1,15 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Transaction } from 'kysely';
+import {
+  Kysely,
+  Migrator,
+  PostgresAdapter,
+  PostgresDialect,
+  SqliteDialect,
+  sql,
+  type Transaction,
+} from 'kysely';
 import pg from 'pg';
 import { migrations } from './migrations/index.js';
 import type { Database } from './schema.js';
@@ -84,7 +92,17 @@ function withStatementCache(database: SQLite.Database, size = 500): SQLite.Datab
 }
 
 export async function migrateToLatest(db: Db): Promise<string[]> {
-  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
+  // Kysely looks for its migration tables in every schema of the database; pin it to the schema
+  // we work in, or a second schema (another instance, a test) would find the first one's tables.
+  const migrationTableSchema =
+    db.getExecutor().adapter instanceof PostgresAdapter
+      ? (await sql<{ schema: string | null }>`select current_schema() as schema`.execute(db)).rows[0]?.schema
+      : undefined;
+  const migrator = new Migrator({
+    db,
+    provider: { getMigrations: async () => migrations },
+    ...(migrationTableSchema ? { migrationTableSchema } : {}),
+  });
   const { error, results } = await migrator.migrateToLatest();
   if (error) throw error;
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
