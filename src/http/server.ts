@@ -48,6 +48,10 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     (httpPart === 'body' ? bodyAjv : textAjv).compile(schema as object),
   );
 
+  // Bodies are JSON only (DESIGN §2): Fastify's built-in text/plain parser would hand a string to
+  // validation (422) where the client needs to hear 415.
+  app.removeContentTypeParser('text/plain');
+
   app.decorate('tally', deps);
   app.decorate('metrics', createMetrics());
   app.setErrorHandler(handleError);
