@@ -6,7 +6,6 @@ import { isPlanName, type PlanName } from '../billing/plans.js';
 import { createApiKey, listApiKeys, revokeApiKey } from '../orgs/api-keys.js';
 import { createOrganization, listOrganizations, organizationView, setPlan } from '../orgs/organizations.js';
 import { updateSettings } from '../settings/settings.js';
-import { startService } from '../service.js';
 import { migrateToLatest, openStorage } from '../storage/db.js';
 import { print } from './output.js';
 
@@ -44,6 +43,8 @@ export function buildCli(): Command {
     .command('serve')
     .description('Run the HTTP API (and the delivery worker unless TALLY_ROLE=api)')
     .action(async () => {
+      // Loaded here so the other commands start without the HTTP stack.
+      const { startService } = await import('../service.js');
       const service = await startService(loadConfig());
       const shutdown = async (signal: string) => {
         process.stderr.write(`${signal} received; finishing in-flight requests\n`);
