@@ -91,7 +91,24 @@ function withStatementCache(database: SQLite.Database, size = 500): SQLite.Datab
   });
 }
 
+/**
+ * Kysely's migrator lists the tables of every schema by name; a schema or table dropped by
+ * someone else meanwhile (another instance's tests, an operator) fails that listing with
+ * 3F000/42P01 although nothing is wrong with ours, so the attempt is repeated.
+ */
 export async function migrateToLatest(db: Db): Promise<string[]> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await migrateOnce(db);
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      if (attempt >= 10 || (code !== '3F000' && code !== '42P01')) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 20 * attempt));
+    }
+  }
+}
+
+async function migrateOnce(db: Db): Promise<string[]> {
   // Kysely looks for its migration tables in every schema of the database; pin it to the schema
   // we work in, or a second schema (another instance, a test) would find the first one's tables.
   const migrationTableSchema =
