@@ -146,7 +146,7 @@ describe.each(ENGINES)('tally CLI (%s)', (engine) => {
       code: 'key_revoked',
     });
     expect((await authenticate({ ctx: db, token: newKey.api_key })).org.id).toBe(orgId);
-  });
+  }, 90_000);
 });
 
 describe('tally CLI configuration', () => {

@@ -138,7 +138,7 @@ describe.each(ENGINES)('tally serve (%s)', (engine) => {
     } finally {
       await storage.close();
     }
-  });
+  }, 90_000);
 });
 
 describe('tally serve configuration', () => {
