@@ -1,6 +1,7 @@
 import type { OrgCtx } from '../context.js';
 import { newId } from '../ids.js';
 import type { AuditLogRow } from '../storage/schema.js';
+import { pageOf } from '../storage/pagination.js';
 
 export type AuditAction =
   | 'task_type.override_set'
@@ -61,7 +62,6 @@ export async function listAuditLog({ ctx, limit, cursor }: { ctx: OrgCtx; limit:
     .orderBy('id', 'desc')
     .limit(limit + 1)
     .execute();
-  const page = rows.slice(0, limit);
-  const last = page[page.length - 1];
-  return { data: page.map(auditView), next_cursor: rows.length > limit && last ? last.id : null };
+  const { page, next_cursor } = pageOf(rows, limit);
+  return { data: page.map(auditView), next_cursor };
 }

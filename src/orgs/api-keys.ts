@@ -24,13 +24,17 @@ export function keyView(row: ApiKeyRow) {
   };
 }
 
-export async function createApiKey({ ctx, orgId, name }: { ctx: ServiceCtx; orgId: string; name?: string }) {
+async function requireOrganization(ctx: ServiceCtx, orgId: string): Promise<void> {
   const org = await ctx.db
     .selectFrom('organizations')
     .select('id')
     .where('id', '=', orgId)
     .executeTakeFirst();
   if (!org) throw notFound(`Organisation ${orgId}`);
+}
+
+export async function createApiKey({ ctx, orgId, name }: { ctx: ServiceCtx; orgId: string; name?: string }) {
+  await requireOrganization(ctx, orgId);
   // 62^8 ids make a collision rare; retry the few times one happens.
   for (let attempt = 0; attempt < 5; attempt++) {
     const id = randomAlnum(8);
@@ -53,12 +57,7 @@ export async function createApiKey({ ctx, orgId, name }: { ctx: ServiceCtx; orgI
 
 export async function listApiKeys({ ctx, orgId }: { ctx: ServiceCtx; orgId: string }) {
   // A mistyped organisation id must not look like an organisation without keys.
-  const org = await ctx.db
-    .selectFrom('organizations')
-    .select('id')
-    .where('id', '=', orgId)
-    .executeTakeFirst();
-  if (!org) throw notFound(`Organisation ${orgId}`);
+  await requireOrganization(ctx, orgId);
   const rows = await ctx.db
     .selectFrom('api_keys')
     .selectAll()

@@ -2,6 +2,7 @@ import type { OrgCtx } from '../context.js';
 import { notFound } from '../errors.js';
 import { fromMicros } from '../money.js';
 import type { EventRow } from '../storage/schema.js';
+import { pageOf } from '../storage/pagination.js';
 
 /** The stored event as the API shows it (spec §2.2 plus DESIGN §4's extra fields). */
 export function eventView(row: EventRow) {
@@ -60,7 +61,6 @@ export async function listEvents({ ctx, input }: { ctx: OrgCtx; input: ListEvent
     .orderBy('id', 'desc')
     .limit(input.limit + 1)
     .execute();
-  const page = rows.slice(0, input.limit);
-  const last = page[page.length - 1];
-  return { data: page.map(eventView), next_cursor: rows.length > input.limit && last ? last.id : null };
+  const { page, next_cursor } = pageOf(rows, input.limit);
+  return { data: page.map(eventView), next_cursor };
 }

@@ -1,6 +1,7 @@
 import type { OrgCtx } from '../context.js';
 import type { WebhookAttemptRow, WebhookDeliveryRow } from '../storage/schema.js';
 import { getWebhookRow } from './subscriptions.js';
+import { pageOf } from '../storage/pagination.js';
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(Number(ms)).toISOString());
 
@@ -51,7 +52,7 @@ export async function listDeliveries({
     .orderBy('id', 'desc')
     .limit(limit + 1)
     .execute();
-  const page = rows.slice(0, limit);
+  const { page, next_cursor } = pageOf(rows, limit);
   const attempts =
     page.length === 0
       ? []
@@ -65,7 +66,6 @@ export async function listDeliveries({
           )
           .orderBy('attempt', 'asc')
           .execute();
-  const last = page[page.length - 1];
   return {
     data: page.map((d) =>
       deliveryView(
@@ -73,6 +73,6 @@ export async function listDeliveries({
         attempts.filter((a) => a.delivery_id === d.id),
       ),
     ),
-    next_cursor: rows.length > limit && last ? last.id : null,
+    next_cursor,
   };
 }

@@ -6,6 +6,7 @@ import type { WebhookRow } from '../storage/schema.js';
 import type { SubscribableEventType, WebhookStatus } from './event-types.js';
 import { newWebhookSecret } from './signing.js';
 import { checkWebhookUrl } from './url-policy.js';
+import { pageOf } from '../storage/pagination.js';
 
 /** The webhook record (DESIGN §8); the secret is added to the creation response only. */
 export function webhookView(row: WebhookRow) {
@@ -80,9 +81,8 @@ export async function listWebhooks({ ctx, limit, cursor }: { ctx: OrgCtx; limit:
     .orderBy('id', 'desc')
     .limit(limit + 1)
     .execute();
-  const page = rows.slice(0, limit);
-  const last = page[page.length - 1];
-  return { data: page.map(webhookView), next_cursor: rows.length > limit && last ? last.id : null };
+  const { page, next_cursor } = pageOf(rows, limit);
+  return { data: page.map(webhookView), next_cursor };
 }
 
 export interface UpdateWebhookInput {
