@@ -1,4 +1,5 @@
 import type { OrgCtx } from '../context.js';
+import { recordRollups } from '../reports/rollups.js';
 import type { EventRow } from '../storage/schema.js';
 import type { StoredEvent } from './events.js';
 
@@ -18,5 +19,5 @@ export interface EventCreated {
  * Features add their call here; each must use `created.ctx.db`, the open transaction.
  */
 export async function onEventCreated(created: EventCreated): Promise<void> {
-  void created;
+  await recordRollups(created.ctx.db, [created.row]);
 }
