@@ -11,6 +11,7 @@ import { createMetrics } from './metrics.js';
 import { registerServiceRoutes } from './service-routes.js';
 import { registerTrackingRoutes } from '../tracking/routes.js';
 import { registerSettingsRoutes } from '../settings/routes.js';
+import { registerReportRoutes } from '../reports/routes.js';
 
 const addFormats = addFormatsModule.default;
 export const BODY_LIMIT_BYTES = 64 * 1024;
@@ -87,6 +88,7 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     registerAuth(v1);
     registerTrackingRoutes(v1);
     registerSettingsRoutes(v1);
+    registerReportRoutes(v1);
   });
   return app;
 }

@@ -70,14 +70,17 @@ function rawConditions(spec: AggregateSpec, from: number, to: number): RawBuilde
   if (filters.clientId !== undefined) where.push(sql`client_id = ${filters.clientId}`);
   if (filters.outcome !== undefined) where.push(sql`outcome = ${filters.outcome}`);
   for (const [key, value] of filters.metadata) {
-    const field = spec.engine === 'sqlite' ? sql`(metadata -> ${key})` : sql`((metadata::jsonb -> ${key}::text)::text)`;
+    const field =
+      spec.engine === 'sqlite' ? sql`(metadata -> ${key})` : sql`((metadata::jsonb -> ${key}::text)::text)`;
     where.push(sql`${field} IN (${sql.join(metadataCandidates(value))})`);
   }
   return where;
 }
 
 function sideQuery(spec: AggregateSpec, source: Source): RawBuilder<unknown> {
-  const groups = spec.groupBy.map((d, i) => sql`${dimension(d, source.kind, spec.engine)} AS ${sql.ref(`g${i}`)}`);
+  const groups = spec.groupBy.map(
+    (d, i) => sql`${dimension(d, source.kind, spec.engine)} AS ${sql.ref(`g${i}`)}`,
+  );
   const positions = spec.groupBy.map((_, i) => sql.lit(i + 1));
   const groupBy = positions.length > 0 ? sql` GROUP BY ${sql.join(positions)}` : sql``;
   if (source.kind === 'raw') {
@@ -120,7 +123,8 @@ export function aggregateQuery(db: DbOrTrx, spec: AggregateSpec) {
   const groups = spec.groupBy.map((_, i) => sql.ref(`u.g${i}`));
   const tieBreaks = spec.groupBy.map((d, i) => {
     const ref = sql.ref(`u.g${i}`);
-    const collated = spec.engine === 'postgres' && TEXT_DIMENSIONS.includes(d) ? sql`${ref} COLLATE "C"` : ref;
+    const collated =
+      spec.engine === 'postgres' && TEXT_DIMENSIONS.includes(d) ? sql`${ref} COLLATE "C"` : ref;
     return sql`${collated} ASC NULLS LAST`;
   });
   let query = db

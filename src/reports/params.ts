@@ -45,7 +45,10 @@ export function parseGroupBy(raw: string): Dimension[] {
   const seen = new Set<Dimension>();
   for (const part of parts) {
     if (!(DIMENSIONS as readonly string[]).includes(part)) {
-      throw validationError(path, `"${part}" is not a dimension; use a comma-separated list of ${DIMENSIONS.join(', ')}`);
+      throw validationError(
+        path,
+        `"${part}" is not a dimension; use a comma-separated list of ${DIMENSIONS.join(', ')}`,
+      );
     }
     const dim = part as Dimension;
     if (seen.has(dim)) throw validationError(path, `"${dim}" is repeated`);

@@ -110,7 +110,13 @@ export async function buildReport({
 export type Report = Awaited<ReturnType<typeof buildReport>>;
 
 /** The same rows as `buildReport`, one at a time, for exports of any size. */
-export async function* streamReport({ ctx, input }: { ctx: OrgCtx; input: ReportInput }): AsyncGenerator<ReportRow> {
+export async function* streamReport({
+  ctx,
+  input,
+}: {
+  ctx: OrgCtx;
+  input: ReportInput;
+}): AsyncGenerator<ReportRow> {
   const { query } = await prepare(ctx, input, {});
   for await (const row of streamRows(ctx.db, ctx.engine, query)) yield toReportRow(input.groupBy, row);
 }

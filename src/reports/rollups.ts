@@ -71,9 +71,21 @@ export async function applyRollupDeltas(db: DbOrTrx, deltas: readonly Delta[]): 
       .onConflict((oc) =>
         oc.columns(['org_id', 'grain', 'day', 'key', 'outcome']).doUpdateSet((eb) => ({
           events: eb('report_rollups.events', '+', eb.ref('excluded.events')),
-          hours_saved_micros: eb('report_rollups.hours_saved_micros', '+', eb.ref('excluded.hours_saved_micros')),
-          cost_saved_micros: eb('report_rollups.cost_saved_micros', '+', eb.ref('excluded.cost_saved_micros')),
-          agent_cost_micros: eb('report_rollups.agent_cost_micros', '+', eb.ref('excluded.agent_cost_micros')),
+          hours_saved_micros: eb(
+            'report_rollups.hours_saved_micros',
+            '+',
+            eb.ref('excluded.hours_saved_micros'),
+          ),
+          cost_saved_micros: eb(
+            'report_rollups.cost_saved_micros',
+            '+',
+            eb.ref('excluded.cost_saved_micros'),
+          ),
+          agent_cost_micros: eb(
+            'report_rollups.agent_cost_micros',
+            '+',
+            eb.ref('excluded.agent_cost_micros'),
+          ),
         })),
       )
       .execute();
