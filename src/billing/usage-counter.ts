@@ -6,26 +6,33 @@ export function usageMonth(at: Date): string {
 }
 
 /**
- * Adds one event to the organisation's month in a single statement, refusing past `cap`
- * (null = no cap). Returns false when the cap is reached. Atomic under concurrency: the row
- * lock serialises competing increments.
+ * Adds `n` events to the organisation's month and returns how many fit under `cap` (null = no
+ * cap); the rest are refused and not counted. The upsert takes the row lock first, so
+ * concurrent writers (several instances on PostgreSQL) are serialised on it.
  */
-export async function countEvent(
+export async function countEvents(
   db: DbOrTrx,
   orgId: string,
   month: string,
+  n: number,
   cap: number | null,
-): Promise<boolean> {
-  if (cap !== null && cap <= 0) return false;
-  const result = await db
+): Promise<number> {
+  const row = await db
     .insertInto('usage_monthly')
-    .values({ org_id: orgId, month, events: 1 })
-    .onConflict((oc) => {
-      const update = oc
-        .columns(['org_id', 'month'])
-        .doUpdateSet((eb) => ({ events: eb('usage_monthly.events', '+', 1) }));
-      return cap === null ? update : update.where('usage_monthly.events', '<', cap);
-    })
-    .executeTakeFirst();
-  return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
+    .values({ org_id: orgId, month, events: n })
+    .onConflict((oc) =>
+      oc.columns(['org_id', 'month']).doUpdateSet((eb) => ({ events: eb('usage_monthly.events', '+', n) })),
+    )
+    .returning('events')
+    .executeTakeFirstOrThrow();
+  const after = Number(row.events);
+  if (cap === null || after <= cap) return n;
+  const refused = Math.min(n, after - cap);
+  await db
+    .updateTable('usage_monthly')
+    .set((eb) => ({ events: eb('events', '-', refused) }))
+    .where('org_id', '=', orgId)
+    .where('month', '=', month)
+    .execute();
+  return n - refused;
 }

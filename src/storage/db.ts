@@ -37,7 +37,9 @@ export function openStorage(url: string, options: OpenOptions = {}): Storage {
     database.pragma('journal_mode = WAL');
     database.pragma('synchronous = NORMAL');
     database.pragma('busy_timeout = 5000');
-    const db = new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
+    const db = new Kysely<Database>({
+      dialect: new SqliteDialect({ database: withStatementCache(database) }),
+    });
     return { engine: 'sqlite', db, close: () => db.destroy() };
   }
   const pool = new pg.Pool({
@@ -50,6 +52,35 @@ export function openStorage(url: string, options: OpenOptions = {}): Storage {
   pool.on('error', () => undefined);
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return { engine: 'postgres', db, close: () => db.destroy() };
+}
+
+/**
+ * Kysely prepares every query anew; preparing costs as much as running a small statement.
+ * Statements are reused by SQL text (safe: one connection, and better-sqlite3 runs them
+ * synchronously, so a statement is never in use twice at once).
+ */
+function withStatementCache(database: SQLite.Database, size = 500): SQLite.Database {
+  const cache = new Map<string, SQLite.Statement>();
+  const prepare = database.prepare.bind(database);
+  return new Proxy(database, {
+    get(target, property, receiver) {
+      if (property !== 'prepare') return Reflect.get(target, property, receiver) as unknown;
+      return (source: string) => {
+        let statement = cache.get(source);
+        if (statement) {
+          cache.delete(source);
+        } else {
+          statement = prepare(source);
+          if (cache.size >= size) {
+            const oldest = cache.keys().next();
+            if (!oldest.done) cache.delete(oldest.value);
+          }
+        }
+        cache.set(source, statement);
+        return statement;
+      };
+    },
+  });
 }
 
 export async function migrateToLatest(db: Db): Promise<string[]> {

@@ -1,6 +1,7 @@
 import { findBuiltin } from '../catalogue/builtins.js';
-import type { OrgCtx } from '../context.js';
 import { AppError } from '../errors.js';
+import type { Organization } from '../orgs/organizations.js';
+import type { DbOrTrx } from '../storage/db.js';
 
 export type BaselineSource = 'request' | 'override' | 'custom' | 'builtin' | 'fallback';
 
@@ -10,38 +11,65 @@ export interface ResolvedBaseline {
   hourlyRateMicros: number;
 }
 
+export interface CustomTypeFacts {
+  default_baseline_minutes: number;
+  category: string;
+  hourly_rate_micros: number | null;
+  status: string;
+}
+
+/** The organisation's overrides and custom types for the task types of a batch. */
+export interface CatalogueFacts {
+  overrides: Map<string, number>;
+  customs: Map<string, CustomTypeFacts>;
+}
+
+/** Loads, in two queries, what resolving `taskTypes` for `orgId` needs. */
+export async function loadCatalogueFacts(
+  db: DbOrTrx,
+  orgId: string,
+  taskTypes: string[],
+): Promise<CatalogueFacts> {
+  const builtinKeys = taskTypes.filter((t) => findBuiltin(t));
+  const customKeys = taskTypes.filter((t) => !findBuiltin(t));
+  const overrides = new Map<string, number>();
+  const customs = new Map<string, CustomTypeFacts>();
+  if (builtinKeys.length > 0) {
+    const rows = await db
+      .selectFrom('task_type_overrides')
+      .select(['task_key', 'baseline_minutes_override'])
+      .where('org_id', '=', orgId)
+      .where('task_key', 'in', builtinKeys)
+      .execute();
+    for (const row of rows) overrides.set(row.task_key, row.baseline_minutes_override);
+  }
+  if (customKeys.length > 0) {
+    const rows = await db
+      .selectFrom('custom_task_types')
+      .select(['key', 'default_baseline_minutes', 'category', 'hourly_rate_micros', 'status'])
+      .where('org_id', '=', orgId)
+      .where('key', 'in', customKeys)
+      .execute();
+    for (const { key, ...facts } of rows) customs.set(key, facts);
+  }
+  return { overrides, customs };
+}
+
 /**
  * DESIGN §4: the first layer that answers wins — request, override, custom, built-in,
  * fallback. The hourly rate follows the task type: the custom type's own rate, then the
  * organisation's rate for the category, then its default rate.
  */
-export async function resolveBaseline({
-  ctx,
-  taskType,
-  requestMinutes,
-}: {
-  ctx: OrgCtx;
-  taskType: string;
-  requestMinutes: number | null;
-}): Promise<ResolvedBaseline> {
-  const { org } = ctx;
+export function resolveBaseline(
+  org: Organization,
+  facts: CatalogueFacts,
+  taskType: string,
+  requestMinutes: number | null,
+  path = '/body',
+): ResolvedBaseline {
   const builtin = findBuiltin(taskType);
-  const override = builtin
-    ? await ctx.db
-        .selectFrom('task_type_overrides')
-        .select('baseline_minutes_override')
-        .where('org_id', '=', org.id)
-        .where('task_key', '=', taskType)
-        .executeTakeFirst()
-    : undefined;
-  const custom = builtin
-    ? undefined
-    : await ctx.db
-        .selectFrom('custom_task_types')
-        .select(['default_baseline_minutes', 'category', 'hourly_rate_micros', 'status'])
-        .where('org_id', '=', org.id)
-        .where('key', '=', taskType)
-        .executeTakeFirst();
+  const override = builtin ? facts.overrides.get(taskType) : undefined;
+  const custom = builtin ? undefined : facts.customs.get(taskType);
 
   const category = builtin?.category ?? custom?.category;
   const categoryRate = category === undefined ? undefined : org.categoryHourlyRatesMicros[category];
@@ -49,7 +77,7 @@ export async function resolveBaseline({
   const hourlyRateMicros = customRate ?? categoryRate ?? org.defaultHourlyRateMicros;
 
   if (requestMinutes !== null) return { minutes: requestMinutes, source: 'request', hourlyRateMicros };
-  if (override) return { minutes: override.baseline_minutes_override, source: 'override', hourlyRateMicros };
+  if (override !== undefined) return { minutes: override, source: 'override', hourlyRateMicros };
   if (custom && custom.status === 'active') {
     return { minutes: custom.default_baseline_minutes, source: 'custom', hourlyRateMicros };
   }
@@ -67,6 +95,6 @@ export async function resolveBaseline({
     archived
       ? `Task type "${taskType}" is archived; send human_baseline_minutes or use an active type.`
       : `Task type "${taskType}" is not in the catalogue; create it or send human_baseline_minutes.`,
-    [{ path: '/body/task_type', message: archived ? 'is archived' : 'is not in the catalogue' }],
+    [{ path: `${path}/task_type`, message: archived ? 'is archived' : 'is not in the catalogue' }],
   );
 }

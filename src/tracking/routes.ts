@@ -64,34 +64,39 @@ export function registerTrackingRoutes(app: FastifyInstance): void {
       if (granted < 1)
         throw new AppError('rate_limited', 'Too many requests for this API key; retry in a second.');
       const ctx = orgCtx(app, request);
-      const data = [];
-      for (const [i, item] of events.entries()) {
-        if (i >= granted) {
+      // Submitted together, the admitted events share one transaction; each still succeeds or
+      // fails on its own.
+      const settled = await Promise.allSettled(
+        events
+          .slice(0, granted)
+          .map(({ idempotency_key: idempotencyKey, ...input }, i) =>
+            trackEvent({ ctx, input, idempotencyKey: idempotencyKey ?? null, path: `/body/events/${i}` }),
+          ),
+      );
+      const data = events.map((_event, i) => {
+        const result = settled[i];
+        if (result === undefined) {
           const error = new AppError(
             'rate_limited',
             'Over the per-second track rate; send this event again.',
           );
-          data.push({ status: 429, error: errorBody(error.code, error.message, request.id).error });
-          continue;
+          return { status: 429, error: errorBody(error.code, error.message, request.id).error };
         }
-        const { idempotency_key: idempotencyKey, ...input } = item;
-        try {
-          const result = await trackEvent({
-            ctx,
-            input,
-            idempotencyKey: idempotencyKey ?? null,
-            path: `/body/events/${i}`,
-          });
-          if (!result.replayed) app.metrics.eventsTracked.inc();
-          data.push({ status: 201, event: result.event, ...(result.replayed ? { replayed: true } : {}) });
-        } catch (error) {
-          if (!(error instanceof AppError)) throw error;
-          data.push({
+        if (result.status === 'rejected') {
+          if (!(result.reason instanceof AppError)) throw result.reason;
+          const error = result.reason;
+          return {
             status: error.status,
             error: errorBody(error.code, error.message, request.id, error.details).error,
-          });
+          };
         }
-      }
+        if (!result.value.replayed) app.metrics.eventsTracked.inc();
+        return {
+          status: 201,
+          event: result.value.event,
+          ...(result.value.replayed ? { replayed: true } : {}),
+        };
+      });
       return reply.code(207).send({ data });
     },
   );

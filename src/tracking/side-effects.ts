@@ -1,5 +1,6 @@
 import type { OrgCtx } from '../context.js';
 import { recordRollups } from '../reports/rollups.js';
+import type { DbOrTrx } from '../storage/db.js';
 import type { EventRow } from '../storage/schema.js';
 import type { StoredEvent } from './events.js';
 
@@ -13,11 +14,14 @@ export interface EventCreated {
 }
 
 /**
- * Everything that must happen with a new event, committed in the same transaction (DESIGN §4):
+ * Everything that must happen with new events, committed in their transaction (DESIGN §4):
  * report aggregates and webhook messages (the transactional outbox). The usage counter is
- * updated before the insert because it decides the Free plan's cap.
- * Features add their call here; each must use `created.ctx.db`, the open transaction.
+ * updated before the insert because it decides the Free plan's cap. `db` is the open
+ * transaction; `created` holds the batch's new events in order. Features add their call here.
  */
-export async function onEventCreated(created: EventCreated): Promise<void> {
-  await recordRollups(created.ctx.db, [created.row]);
+export async function onEventsCreated(db: DbOrTrx, created: EventCreated[]): Promise<void> {
+  await recordRollups(
+    db,
+    created.map((c) => c.row),
+  );
 }

@@ -1,0 +1,76 @@
+/**
+ * The servers the benchmarks load, each run in its own process so the load generator does not
+ * share their event loop: `tsx bench/servers.ts reference|sqlite|postgres PORT`.
+ * Prints one JSON line `{"ready": true, "apiKey": …}` once listening.
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Fastify from 'fastify';
+import pg from 'pg';
+import { systemClock } from '../src/clock.js';
+import { loadConfig } from '../src/config.js';
+import { DEFAULT_PLANS } from '../src/billing/plans.js';
+import { buildApp } from '../src/http/server.js';
+import { createRateLimiter } from '../src/service.js';
+import { createOrganization } from '../src/orgs/organizations.js';
+import { migrateToLatest, openStorage } from '../src/storage/db.js';
+
+const [kind = 'reference', portText = '0'] = process.argv.slice(2);
+const port = Number(portText);
+
+async function reference() {
+  const app = Fastify({ logger: false });
+  app.post('/v1/track', async (_request, reply) => reply.code(201).send({ ok: true, id: 'evt_reference' }));
+  await app.listen({ host: '127.0.0.1', port });
+  return { apiKey: '' };
+}
+
+async function tally(engine: 'sqlite' | 'postgres') {
+  let url: string;
+  let schema: string | undefined;
+  if (engine === 'sqlite') {
+    url = `sqlite:${join(mkdtempSync(join(tmpdir(), 'tally-bench-')), 'tally.db')}`;
+  } else {
+    url = process.env.TALLY_BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+    schema = `bench_${process.pid}`;
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE; CREATE SCHEMA ${schema}`);
+    await client.end();
+  }
+  // The benchmark measures throughput, not the per-key rate limit: lift the Enterprise rate.
+  const config = {
+    ...loadConfig({ TALLY_DATABASE_URL: url, TALLY_LOG_LEVEL: 'silent' }),
+    plans: {
+      ...DEFAULT_PLANS,
+      enterprise: { ...DEFAULT_PLANS.enterprise, track_rate_per_second: 10_000_000 },
+    },
+  };
+  const storage = openStorage(url, { schema, poolSize: 10 });
+  await migrateToLatest(storage.db);
+  const ctx = { db: storage.db, engine: storage.engine, clock: systemClock, config };
+  const { api_key: apiKey } = await createOrganization({ ctx, input: { name: 'bench', plan: 'enterprise' } });
+  const app = await buildApp(
+    { storage, config, clock: systemClock, rateLimiter: createRateLimiter(config) },
+    { logger: false },
+  );
+  await app.listen({ host: '127.0.0.1', port });
+  const cleanup = async () => {
+    await app.close();
+    await storage.close();
+    if (schema) {
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      await client.end();
+    }
+    process.exit(0);
+  };
+  process.once('SIGTERM', () => void cleanup());
+  return { apiKey };
+}
+
+const started =
+  kind === 'reference' ? await reference() : await tally(kind === 'postgres' ? 'postgres' : 'sqlite');
+process.stdout.write(`${JSON.stringify({ ready: true, ...started })}\n`);

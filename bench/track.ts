@@ -1,0 +1,87 @@
+/**
+ * npm run bench:track — loads POST /v1/track (50 connections, 10 s, ~300-byte body, no
+ * idempotency key) on SQLite and PostgreSQL, and a bare Fastify JSON endpoint for reference,
+ * each server in its own process. Prints req/s, p50 and p99 and the ratio to the reference.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import autocannon from 'autocannon';
+
+const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
+const CONNECTIONS = 50;
+const BODY = JSON.stringify({
+  agent_id: 'bench-agent-07',
+  task_type: 'support_ticket_reply',
+  outcome: 'success',
+  agent_duration_seconds: 42.5,
+  agent_cost: 0.0123,
+  model: 'gpt-4o',
+  metadata: {
+    client_id: 'client-03',
+    ticket: 'T-123456',
+    channel: 'email',
+    priority: 'high',
+    team: 'tier-1',
+  },
+});
+
+interface Started {
+  child: ChildProcess;
+  apiKey: string;
+}
+
+function startServer(kind: string, port: number): Promise<Started> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/servers.ts', kind, String(port)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  return new Promise((resolve, reject) => {
+    const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
+    lines.once('line', (line) => resolve({ child, apiKey: (JSON.parse(line) as { apiKey: string }).apiKey }));
+    child.once('exit', (code) => reject(new Error(`${kind} server exited with ${code}`)));
+  });
+}
+
+async function load(port: number, apiKey: string) {
+  const result = await autocannon({
+    url: `http://127.0.0.1:${port}/v1/track`,
+    method: 'POST',
+    connections: CONNECTIONS,
+    duration: DURATION_S,
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` },
+    body: BODY,
+  });
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    non2xx: result.non2xx,
+    errors: result.errors,
+  };
+}
+
+async function run(kind: string, port: number) {
+  const server = await startServer(kind, port);
+  try {
+    await load(port, server.apiKey); // warm-up is short: 1/5 of the run is enough for the JIT
+    return await load(port, server.apiKey);
+  } finally {
+    server.child.kill('SIGTERM');
+    await new Promise((r) => server.child.once('exit', r));
+  }
+}
+
+const kinds = (process.env.BENCH_ENGINES ?? 'reference,sqlite,postgres').split(',');
+console.log(
+  `POST /v1/track, ${CONNECTIONS} connections, ${DURATION_S} s, ${Buffer.byteLength(BODY)}-byte body`,
+);
+const results: Record<string, Awaited<ReturnType<typeof run>>> = {};
+let port = 18_080;
+for (const kind of kinds) results[kind] = await run(kind, port++);
+const reference = results.reference?.rps;
+console.log('target        req/s     p50 ms  p99 ms  non-2xx  errors  vs reference');
+for (const [kind, r] of Object.entries(results)) {
+  const ratio = reference ? `${((r.rps / reference) * 100).toFixed(1)}%` : '-';
+  console.log(
+    `${kind.padEnd(12)} ${r.rps.toFixed(0).padStart(7)}  ${String(r.p50).padStart(7)}  ${String(r.p99).padStart(6)}  ${String(r.non2xx).padStart(7)}  ${String(r.errors).padStart(6)}  ${ratio}`,
+  );
+}

@@ -1,0 +1,87 @@
+import type { Db } from '../storage/db.js';
+import type { TrackJob, TrackResult } from './job.js';
+import { processBatch } from './pipeline.js';
+
+interface Pending {
+  job: TrackJob;
+  resolve(result: TrackResult): void;
+  reject(error: unknown): void;
+}
+
+const MAX_BATCH = 500;
+const RETRYABLE = new Set(['40001', '40P01']);
+
+function isRetryable(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && RETRYABLE.has(code);
+}
+
+/**
+ * Group commit: track calls that arrive while a transaction is open wait and go together into
+ * the next one. Each call is answered only after its transaction commits, so an acknowledged
+ * event is durable, while one commit (one fsync on PostgreSQL) serves many events.
+ */
+export class TrackBatcher {
+  private queue: Pending[] = [];
+  private running = false;
+
+  constructor(private readonly db: Db) {}
+
+  submit(job: TrackJob): Promise<TrackResult> {
+    return new Promise<TrackResult>((resolve, reject) => {
+      this.queue.push({ job, resolve, reject });
+      if (!this.running) {
+        // Start on the next turn of the event loop, so calls arriving together share a batch.
+        this.running = true;
+        setImmediate(() => void this.drain());
+      }
+    });
+  }
+
+  private async drain(): Promise<void> {
+    try {
+      while (this.queue.length > 0) {
+        const batch = this.queue.splice(0, MAX_BATCH);
+        let outcomes;
+        try {
+          outcomes = await this.commit(batch.map((p) => p.job));
+        } catch (error) {
+          for (const p of batch) p.reject(error);
+          continue;
+        }
+        batch.forEach((p, i) => {
+          const outcome = outcomes[i];
+          if (outcome === undefined) p.reject(new Error('no outcome for a tracked event'));
+          else if ('ok' in outcome) p.resolve(outcome.ok);
+          else if ('error' in outcome) p.reject(outcome.error);
+          else this.queue.push(p);
+        });
+      }
+    } finally {
+      this.running = false;
+    }
+  }
+
+  /** PostgreSQL may abort a transaction that raced another instance's; run it again then. */
+  private async commit(jobs: TrackJob[]) {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.db.transaction().execute((trx) => processBatch(trx, jobs));
+      } catch (error) {
+        if (attempt >= 3 || !isRetryable(error)) throw error;
+      }
+    }
+  }
+}
+
+const batchers = new WeakMap<Db, TrackBatcher>();
+
+/** One batcher per database handle, so every route and verb using it shares the queue. */
+export function batcherFor(db: Db): TrackBatcher {
+  let batcher = batchers.get(db);
+  if (!batcher) {
+    batcher = new TrackBatcher(db);
+    batchers.set(db, batcher);
+  }
+  return batcher;
+}

@@ -1,0 +1,239 @@
+import { AppError } from '../errors.js';
+import { countEvents, usageMonth } from '../billing/usage-counter.js';
+import type { DbOrTrx } from '../storage/db.js';
+import type { EventRow } from '../storage/schema.js';
+import { loadCatalogueFacts, resolveBaseline, type ResolvedBaseline } from './baseline.js';
+import { eventView } from './events.js';
+import { claimIdempotencyKey, IDEMPOTENCY_WINDOW_MS } from './idempotency.js';
+import type { JobOutcome, TrackJob } from './job.js';
+import { computeSavings } from './savings.js';
+import { onEventsCreated } from './side-effects.js';
+import { agentCostOf, checkOccurredAtWindow, clientIdOf } from './track-input.js';
+
+const INSERT_CHUNK = 200;
+
+function groupBy<T>(items: T[], key: (item: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const k = key(item);
+    const group = groups.get(k);
+    if (group) group.push(item);
+    else groups.set(k, [item]);
+  }
+  return groups;
+}
+
+interface Live {
+  index: number;
+  job: TrackJob;
+  baseline?: ResolvedBaseline;
+}
+
+/**
+ * Processes a batch of track calls in one open transaction with set-wise statements, in the
+ * order of DESIGN §2: idempotent replay, business rules, quota, then the writes and their side
+ * effects. Each job ends with its own outcome; only a database failure fails the batch.
+ */
+export async function processBatch(db: DbOrTrx, jobs: TrackJob[]): Promise<JobOutcome[]> {
+  const outcomes: JobOutcome[] = new Array<JobOutcome>(jobs.length);
+  const orgKey = (job: TrackJob) => `${job.ctx.org.id}\n${job.idempotencyKey ?? ''}`;
+
+  // Two calls with one key in one batch: the later one waits for the next batch, where the
+  // first one's committed event answers it.
+  const seen = new Set<string>();
+  let live: Live[] = [];
+  jobs.forEach((job, index) => {
+    if (job.idempotencyKey !== null) {
+      if (seen.has(orgKey(job))) return void (outcomes[index] = { retry: true });
+      seen.add(orgKey(job));
+    }
+    live.push({ index, job });
+  });
+
+  live = await answerReplays(db, live, outcomes);
+
+  for (const [orgId, group] of groupBy(live, (l) => l.job.ctx.org.id)) {
+    const facts = await loadCatalogueFacts(db, orgId, [...new Set(group.map((l) => l.job.input.task_type))]);
+    for (const l of group) {
+      const { job } = l;
+      try {
+        l.baseline = resolveBaseline(
+          job.ctx.org,
+          facts,
+          job.input.task_type,
+          job.input.human_baseline_minutes ?? null,
+          job.path,
+        );
+        checkOccurredAtWindow(job.occurredAt, job.receivedAt, job.path);
+      } catch (error) {
+        if (!(error instanceof AppError)) throw error;
+        outcomes[l.index] = { error };
+      }
+    }
+  }
+  live = live.filter((l) => outcomes[l.index] === undefined);
+
+  // Claim keys in a fixed order so concurrent batches cannot deadlock on them.
+  const claims = live
+    .filter((l) => l.job.idempotencyKey !== null)
+    .sort((a, b) => orgKey(a.job).localeCompare(orgKey(b.job)));
+  for (const l of claims) {
+    const { job } = l;
+    const holder = await claimIdempotencyKey(
+      db,
+      job.ctx.org.id,
+      job.idempotencyKey ?? '',
+      job.eventId,
+      job.receivedAt.getTime(),
+    );
+    if (holder !== null) outcomes[l.index] = await replayOf(db, holder);
+  }
+  live = live.filter((l) => outcomes[l.index] === undefined);
+
+  live = await applyQuota(db, live, outcomes);
+
+  const rows = live.map((l) => eventRow(l.job, l.baseline));
+  for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
+    await db
+      .insertInto('events')
+      .values(rows.slice(i, i + INSERT_CHUNK))
+      .execute();
+  }
+  const newAgents = await recordAgents(db, rows);
+  const created = live.map((l, i) => {
+    const row = rows[i] as EventRow;
+    const event = eventView(row);
+    outcomes[l.index] = { ok: { event, replayed: false } };
+    return { ctx: { ...l.job.ctx, db }, row, event, isNewAgent: newAgents.has(row.id) };
+  });
+  await onEventsCreated(db, created);
+  return outcomes;
+}
+
+async function replayOf(db: DbOrTrx, eventId: string): Promise<JobOutcome> {
+  const row = await db.selectFrom('events').selectAll().where('id', '=', eventId).executeTakeFirstOrThrow();
+  return { ok: { event: eventView(row), replayed: true } };
+}
+
+/** Jobs whose key already holds a committed event within 24 h answer with that event. */
+async function answerReplays(db: DbOrTrx, live: Live[], outcomes: JobOutcome[]): Promise<Live[]> {
+  const keyed = live.filter((l) => l.job.idempotencyKey !== null);
+  for (const [orgId, group] of groupBy(keyed, (l) => l.job.ctx.org.id)) {
+    const holders = await db
+      .selectFrom('idempotency_keys')
+      .select(['key', 'event_id', 'created_at'])
+      .where('org_id', '=', orgId)
+      .where(
+        'key',
+        'in',
+        group.map((l) => l.job.idempotencyKey ?? ''),
+      )
+      .execute();
+    const byKey = new Map(holders.map((h) => [h.key, h]));
+    for (const l of group) {
+      const holder = byKey.get(l.job.idempotencyKey ?? '');
+      if (holder && Number(holder.created_at) > l.job.receivedAt.getTime() - IDEMPOTENCY_WINDOW_MS) {
+        outcomes[l.index] = await replayOf(db, holder.event_id);
+      }
+    }
+  }
+  return live.filter((l) => outcomes[l.index] === undefined);
+}
+
+/** Counts the batch per organisation and month; calls past a hard cap get quota_exceeded. */
+async function applyQuota(db: DbOrTrx, live: Live[], outcomes: JobOutcome[]): Promise<Live[]> {
+  for (const group of groupBy(live, (l) => `${l.job.ctx.org.id} ${usageMonth(l.job.receivedAt)}`).values()) {
+    const first = group[0];
+    if (!first) continue;
+    const { org, config } = first.job.ctx;
+    const plan = config.plans[org.plan];
+    const cap = plan.hard_cap ? plan.included_events_per_month : null;
+    const admitted = await countEvents(db, org.id, usageMonth(first.job.receivedAt), group.length, cap);
+    for (const l of group.slice(admitted)) {
+      outcomes[l.index] = {
+        error: new AppError(
+          'quota_exceeded',
+          `The ${org.plan} plan's ${plan.included_events_per_month} events this month are used up; upgrade to track more.`,
+        ),
+      };
+      if (l.job.idempotencyKey !== null) {
+        await db
+          .deleteFrom('idempotency_keys')
+          .where('org_id', '=', org.id)
+          .where('key', '=', l.job.idempotencyKey)
+          .where('event_id', '=', l.job.eventId)
+          .execute();
+      }
+    }
+  }
+  return live.filter((l) => outcomes[l.index] === undefined);
+}
+
+/** Returns the ids of the events that are the first of their agent in the organisation. */
+async function recordAgents(db: DbOrTrx, rows: EventRow[]): Promise<Set<string>> {
+  const firsts = new Map<string, EventRow>();
+  for (const row of rows) {
+    const k = `${row.org_id}\n${row.agent_id}`;
+    if (!firsts.has(k)) firsts.set(k, row);
+  }
+  const candidates = [...firsts.values()].sort((a, b) =>
+    a.org_id === b.org_id ? a.agent_id.localeCompare(b.agent_id) : a.org_id.localeCompare(b.org_id),
+  );
+  const inserted = new Set<string>();
+  for (let i = 0; i < candidates.length; i += INSERT_CHUNK) {
+    const chunk = candidates.slice(i, i + INSERT_CHUNK);
+    const result = await db
+      .insertInto('agents')
+      .values(
+        chunk.map((r) => ({
+          org_id: r.org_id,
+          agent_id: r.agent_id,
+          first_event_id: r.id,
+          first_seen_at: r.received_at,
+        })),
+      )
+      .onConflict((oc) => oc.columns(['org_id', 'agent_id']).doNothing())
+      .returning('first_event_id')
+      .execute();
+    for (const r of result) inserted.add(r.first_event_id);
+  }
+  return inserted;
+}
+
+function eventRow(job: TrackJob, baseline: ResolvedBaseline | undefined): EventRow {
+  if (!baseline) throw new Error('baseline not resolved');
+  const { input, ctx } = job;
+  const cost = agentCostOf(input, ctx.org, job.occurredAt);
+  const savings = computeSavings({
+    baselineMinutes: baseline.minutes,
+    creditMicros: ctx.org.outcomeCreditMicros[input.outcome],
+    hourlyRateMicros: baseline.hourlyRateMicros,
+    agentCostMicros: cost.micros,
+  });
+  return {
+    id: job.eventId,
+    org_id: ctx.org.id,
+    agent_id: input.agent_id,
+    task_type: input.task_type,
+    outcome: input.outcome,
+    client_id: clientIdOf(input.metadata),
+    resolved_baseline_minutes: baseline.minutes,
+    resolved_baseline_source: baseline.source,
+    resolved_hourly_rate_micros: baseline.hourlyRateMicros,
+    currency: ctx.org.currency,
+    agent_duration_seconds: input.agent_duration_seconds ?? null,
+    hours_saved_micros: savings.hoursSavedMicros,
+    cost_saved_micros: savings.costSavedMicros,
+    agent_cost_micros: cost.micros,
+    resolved_cost_source: cost.source,
+    model: input.model ?? null,
+    tokens_in: input.tokens_in ?? null,
+    tokens_out: input.tokens_out ?? null,
+    metadata: input.metadata === undefined ? null : JSON.stringify(input.metadata),
+    audit_sample: input.audit_sample === undefined ? null : JSON.stringify(input.audit_sample),
+    pricing: cost.pricing === null ? null : JSON.stringify(cost.pricing),
+    occurred_at: job.occurredAt.getTime(),
+    received_at: job.receivedAt.getTime(),
+    idempotency_key: job.idempotencyKey,
+  };
+}

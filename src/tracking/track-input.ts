@@ -1,0 +1,93 @@
+import { AppError, validationError } from '../errors.js';
+import { toMicros } from '../money.js';
+import type { Organization, Outcome } from '../orgs/organizations.js';
+import { priceRun, type RunPricing } from '../pricing/price-run.js';
+
+/** A validated POST /v1/track body (spec §2.1). */
+export interface TrackInput {
+  agent_id: string;
+  task_type: string;
+  outcome: Outcome;
+  agent_duration_seconds?: number;
+  agent_cost?: number;
+  model?: string;
+  tokens_in?: number;
+  tokens_out?: number;
+  human_baseline_minutes?: number;
+  metadata?: Record<string, unknown>;
+  audit_sample?: {
+    input_excerpt?: string;
+    output_excerpt?: string;
+    model?: string;
+    tokens_in?: number;
+    tokens_out?: number;
+  };
+  occurred_at?: string;
+}
+
+export const METADATA_MAX_BYTES = 16 * 1024;
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/** Validation beyond the JSON schema; `path` prefixes field paths (batch items). */
+export function checkTrackInput(input: TrackInput, path: string): { occurredAt: Date | null } {
+  if (
+    input.metadata !== undefined &&
+    Buffer.byteLength(JSON.stringify(input.metadata)) > METADATA_MAX_BYTES
+  ) {
+    throw validationError(`${path}/metadata`, `must be at most ${METADATA_MAX_BYTES} bytes serialized`);
+  }
+  if (input.occurred_at === undefined) return { occurredAt: null };
+  const occurredAt = new Date(input.occurred_at);
+  if (Number.isNaN(occurredAt.getTime())) {
+    throw validationError(`${path}/occurred_at`, 'must be an RFC 3339 timestamp with a time zone');
+  }
+  return { occurredAt };
+}
+
+/** Spec §4.1: at most 90 days in the past and 24 hours in the future, from the time of receipt. */
+export function checkOccurredAtWindow(occurredAt: Date, receivedAt: Date, path: string): void {
+  const t = occurredAt.getTime();
+  const now = receivedAt.getTime();
+  if (t < now - 90 * DAY_MS || t > now + DAY_MS) {
+    throw new AppError(
+      'occurred_at_out_of_range',
+      'occurred_at must be at most 90 days in the past and at most 24 hours in the future.',
+      [{ path: `${path}/occurred_at`, message: 'is out of range' }],
+    );
+  }
+}
+
+/** Reports group by client through `metadata.client_id`. */
+export function clientIdOf(metadata: Record<string, unknown> | undefined): string | null {
+  const value = metadata?.client_id;
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' && Number.isFinite(value)) return String(value);
+  return null;
+}
+
+export interface AgentCost {
+  micros: number | null;
+  source: 'provided' | 'computed' | 'none';
+  pricing: RunPricing['pricing'] | null;
+}
+
+/** Agent cost: given → provided; else model and tokens (top level, else audit_sample) → computed. */
+export function agentCostOf(input: TrackInput, org: Organization, occurredAt: Date): AgentCost {
+  if (input.agent_cost !== undefined)
+    return { micros: toMicros(input.agent_cost), source: 'provided', pricing: null };
+  const model = input.model ?? input.audit_sample?.model;
+  const tokensIn = input.tokens_in ?? input.audit_sample?.tokens_in;
+  const tokensOut = input.tokens_out ?? input.audit_sample?.tokens_out;
+  if (model !== undefined && tokensIn !== undefined && tokensOut !== undefined) {
+    const priced = priceRun({
+      model,
+      tokensIn,
+      tokensOut,
+      at: occurredAt,
+      currency: org.currency,
+      usdExchangeRate: org.usdExchangeRate,
+    });
+    if (priced) return { micros: priced.agentCostMicros, source: 'computed', pricing: priced.pricing };
+  }
+  return { micros: null, source: 'none', pricing: null };
+}
