@@ -32,7 +32,7 @@ export async function createTestStorage(
   await admin.query(`CREATE SCHEMA ${schema}`);
   await admin.end();
   const storage = openStorage(POSTGRES_URL, { schema, poolSize: 5 });
-  await migrateToLatest(storage.db);
+  await migrateToLatest(storage.db, schema);
   return {
     ...storage,
     url: POSTGRES_URL,
