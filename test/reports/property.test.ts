@@ -52,10 +52,14 @@ describe.each(ENGINES)('report totals equal the sum of event values (%s)', (engi
           expect(body.meta.total_groups).toBe(expected.totalGroups);
 
           const inWindow = events.filter((e) => Date.parse(e.occurred_at) >= FROM[period] && Date.parse(e.occurred_at) <= NOW);
-          const sum = (f: (r: { events: number; hours_saved: number }) => number, rows: Array<{ events: number; hours_saved: number }>) =>
-            rows.reduce((s, r) => s + Math.round(f(r) * 1e6), 0);
-          expect(sum((r) => r.events, body.rows) / 1e6).toBe(inWindow.length);
-          expect(sum((r) => r.hours_saved, body.rows)).toBe(sum((e) => e.hours_saved, inWindow));
+          const micros = (values: number[]) => values.reduce((s, v) => s + Math.round(v * 1e6), 0);
+          expect(body.rows.reduce((s: number, r: { events: number }) => s + r.events, 0)).toBe(inWindow.length);
+          expect(micros(body.rows.map((r: { hours_saved: number }) => r.hours_saved))).toBe(
+            micros(inWindow.map((e) => e.hours_saved)),
+          );
+          expect(micros(body.rows.map((r: { net_saved: number }) => r.net_saved))).toBe(
+            micros(inWindow.map((e) => e.net_saved)),
+          );
 
           // The rollup path and the plain GROUP BY over raw events agree row for row.
           const input = { period, groupBy, sort, top: null, filters: { metadata: [] } };
