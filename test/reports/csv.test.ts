@@ -23,8 +23,22 @@ describe.each(ENGINES)('CSV reports (%s)', (engine) => {
       ctx,
       HOSTILE.flatMap((agent, i) => [
         // Agent cost above cost saved gives negative net_saved: a number, never neutralised.
-        { agent, taskType: 'dev_bug_fix', outcome: 'success' as const, client: i % 2 ? '=client' : null, occurredAt: NOW - i * 3_600_000, agentCost: 500 },
-        { agent, taskType: 'support_faq_answer', outcome: 'needs_review' as const, client: 'c', occurredAt: NOW - i * 86_400_000, agentCost: null },
+        {
+          agent,
+          taskType: 'dev_bug_fix',
+          outcome: 'success' as const,
+          client: i % 2 ? '=client' : null,
+          occurredAt: NOW - i * 3_600_000,
+          agentCost: 500,
+        },
+        {
+          agent,
+          taskType: 'support_faq_answer',
+          outcome: 'needs_review' as const,
+          client: 'c',
+          occurredAt: NOW - i * 86_400_000,
+          agentCost: null,
+        },
       ]),
     );
   });
@@ -53,14 +67,28 @@ describe.each(ENGINES)('CSV reports (%s)', (engine) => {
     const res = await h.request({ method: 'GET', url: '/v1/reports/time-saved?group_by=agent&format=csv' });
     const records = parseCsv(res.body).slice(1);
     const agents = records.map((r) => r[0]);
-    expect(agents).toEqual(expect.arrayContaining(["'=SUM(A1:A9)", "'+1", "'-2", "'@cmd", "'\tlead", "'\rcr", 'a,"quoted"\r\nline', 'plain é ✓']));
+    expect(agents).toEqual(
+      expect.arrayContaining([
+        "'=SUM(A1:A9)",
+        "'+1",
+        "'-2",
+        "'@cmd",
+        "'\tlead",
+        "'\rcr",
+        'a,"quoted"\r\nline',
+        'plain é ✓',
+      ]),
+    );
     const nets = records.map((r) => r[5] ?? '');
     expect(nets.some((n) => n.startsWith('-'))).toBe(true);
     expect(nets.every((n) => !n.startsWith("'"))).toBe(true);
   });
 
   it('leaderboard CSV starts with rank', async () => {
-    const res = await h.request({ method: 'GET', url: '/v1/reports/leaderboard?metric=net_saved&format=csv' });
+    const res = await h.request({
+      method: 'GET',
+      url: '/v1/reports/leaderboard?metric=net_saved&format=csv',
+    });
     const [header, first] = parseCsv(res.body);
     expect(header).toEqual(['rank', 'agent_id', ...METRICS]);
     expect(first?.[0]).toBe('1');

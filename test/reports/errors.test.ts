@@ -40,7 +40,11 @@ describe.each(ENGINES)('report errors and gates (%s)', (engine) => {
   it('Free plan: 403 plan_upgrade_required on every report but usage', async () => {
     const free = await h.createOrg({ plan: 'free' });
     for (const path of ['time-saved', 'cost-saved', 'leaderboard', 'export']) {
-      const res = await h.request({ method: 'GET', url: `/v1/reports/${path}?format=csv`, apiKey: free.apiKey });
+      const res = await h.request({
+        method: 'GET',
+        url: `/v1/reports/${path}?format=csv`,
+        apiKey: free.apiKey,
+      });
       expect(res.statusCode).toBe(403);
       expect(res.json().error.code).toBe('plan_upgrade_required');
     }

@@ -64,8 +64,14 @@ describe.each(ENGINES)('period edges (%s)', (engine) => {
         }
         // The future event appears once its time has come.
         h.clock.set(new Date(now + 1));
-        const later = await h.request({ method: 'GET', url: `/v1/reports/time-saved?period=${period}`, apiKey: org.apiKey });
-        expect(later.json().rows.map((r: { group: { agent_id: string } }) => r.group.agent_id)).toContain('after-now');
+        const later = await h.request({
+          method: 'GET',
+          url: `/v1/reports/time-saved?period=${period}`,
+          apiKey: org.apiKey,
+        });
+        expect(later.json().rows.map((r: { group: { agent_id: string } }) => r.group.agent_id)).toContain(
+          'after-now',
+        );
       });
     }
   }
@@ -73,7 +79,11 @@ describe.each(ENGINES)('period edges (%s)', (engine) => {
   it('all starts at the earliest event, or now when there is none', async () => {
     h.clock.set('2026-11-20T12:00:00.000Z');
     const org = await h.createOrg({ plan: 'pro' });
-    const empty = await h.request({ method: 'GET', url: '/v1/reports/time-saved?period=all', apiKey: org.apiKey });
+    const empty = await h.request({
+      method: 'GET',
+      url: '/v1/reports/time-saved?period=all',
+      apiKey: org.apiKey,
+    });
     expect(empty.json().meta).toMatchObject({
       range: { from: '2026-11-20T12:00:00.000Z', to: '2026-11-20T12:00:00.000Z' },
       total_groups: 0,
@@ -82,10 +92,28 @@ describe.each(ENGINES)('period edges (%s)', (engine) => {
     const ctx = await h.orgCtx(org);
     const first = Date.parse('2026-09-01T08:30:00.000Z');
     await seed(ctx, [
-      { agent: 'x', taskType: 'dev_bug_fix', outcome: 'success', client: null, occurredAt: first, agentCost: null },
-      { agent: 'y', taskType: 'dev_bug_fix', outcome: 'success', client: null, occurredAt: first + DAY * 30, agentCost: null },
+      {
+        agent: 'x',
+        taskType: 'dev_bug_fix',
+        outcome: 'success',
+        client: null,
+        occurredAt: first,
+        agentCost: null,
+      },
+      {
+        agent: 'y',
+        taskType: 'dev_bug_fix',
+        outcome: 'success',
+        client: null,
+        occurredAt: first + DAY * 30,
+        agentCost: null,
+      },
     ]);
-    const res = await h.request({ method: 'GET', url: '/v1/reports/time-saved?period=all', apiKey: org.apiKey });
+    const res = await h.request({
+      method: 'GET',
+      url: '/v1/reports/time-saved?period=all',
+      apiKey: org.apiKey,
+    });
     expect(res.json().meta.range.from).toBe('2026-09-01T08:30:00.000Z');
     expect(res.json().meta.total_groups).toBe(2);
   });

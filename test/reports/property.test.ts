@@ -51,9 +51,13 @@ describe.each(ENGINES)('report totals equal the sum of event values (%s)', (engi
           expect(body.rows).toEqual(expected.rows);
           expect(body.meta.total_groups).toBe(expected.totalGroups);
 
-          const inWindow = events.filter((e) => Date.parse(e.occurred_at) >= FROM[period] && Date.parse(e.occurred_at) <= NOW);
+          const inWindow = events.filter(
+            (e) => Date.parse(e.occurred_at) >= FROM[period] && Date.parse(e.occurred_at) <= NOW,
+          );
           const micros = (values: number[]) => values.reduce((s, v) => s + Math.round(v * 1e6), 0);
-          expect(body.rows.reduce((s: number, r: { events: number }) => s + r.events, 0)).toBe(inWindow.length);
+          expect(body.rows.reduce((s: number, r: { events: number }) => s + r.events, 0)).toBe(
+            inWindow.length,
+          );
           expect(micros(body.rows.map((r: { hours_saved: number }) => r.hours_saved))).toBe(
             micros(inWindow.map((e) => e.hours_saved)),
           );

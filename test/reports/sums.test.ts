@@ -130,7 +130,11 @@ describe.each(ENGINES)('report rows are exact sums of tracked events (%s)', (eng
 
   it('filters: agent, task type, client, outcome and metadata', async () => {
     const base = { period: '90d', sort: 'hours_saved' as const };
-    await check('/v1/reports/time-saved?period=90d&agent_id=bot-b', { ...base, groupBy: ['agent'] }, (e) => e.agent_id === 'bot-b');
+    await check(
+      '/v1/reports/time-saved?period=90d&agent_id=bot-b',
+      { ...base, groupBy: ['agent'] },
+      (e) => e.agent_id === 'bot-b',
+    );
     await check(
       '/v1/reports/time-saved?period=90d&agent_id=bot-b&group_by=task_type',
       { ...base, groupBy: ['task_type'] },
@@ -159,7 +163,10 @@ describe.each(ENGINES)('report rows are exact sums of tracked events (%s)', (eng
   });
 
   it('leaderboard ranks agents by the metric', async () => {
-    const res = await h.request({ method: 'GET', url: '/v1/reports/leaderboard?period=90d&metric=events&top=3' });
+    const res = await h.request({
+      method: 'GET',
+      url: '/v1/reports/leaderboard?period=90d&metric=events&top=3',
+    });
     expect(res.statusCode).toBe(200);
     const body = res.json();
     const expected = expectedRows(events, {
@@ -169,7 +176,11 @@ describe.each(ENGINES)('report rows are exact sums of tracked events (%s)', (eng
       sort: 'events',
       top: 3,
     });
-    expect(body.meta).toMatchObject({ group_by: ['agent'], sort: 'events', total_groups: expected.totalGroups });
+    expect(body.meta).toMatchObject({
+      group_by: ['agent'],
+      sort: 'events',
+      total_groups: expected.totalGroups,
+    });
     expect(body.rows).toEqual(expected.rows.map((row, i) => ({ rank: i + 1, ...row })));
   });
 
@@ -194,7 +205,9 @@ describe.each(ENGINES)('report rows are exact sums of tracked events (%s)', (eng
       net_saved: 74.9,
     });
     for (const row of after.rows) {
-      expect(Math.round(row.net_saved * 1e6)).toBe(Math.round(row.cost_saved * 1e6) - Math.round(row.agent_cost * 1e6));
+      expect(Math.round(row.net_saved * 1e6)).toBe(
+        Math.round(row.cost_saved * 1e6) - Math.round(row.agent_cost * 1e6),
+      );
     }
   });
 });
