@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { SqliteAdapter, sql, type Kysely } from 'kysely';
 
 /**
  * Daily report aggregates by occurred_at day (UTC, epoch-day number). One table holds several
@@ -6,6 +6,9 @@ import type { Kysely } from 'kysely';
  * `task_type` and `client` (key = 'c' + client_id, or '' when the event has no client).
  */
 export async function up(db: Kysely<any>): Promise<void> {
+  // Reports read rollups by primary-key range; on SQLite a WITHOUT ROWID table keeps each row in
+  // the key's b-tree, so a range read is one sequential walk instead of a lookup per row.
+  const clustered = db.getExecutor().adapter instanceof SqliteAdapter;
   await db.schema
     .createTable('report_rollups')
     .addColumn('org_id', 'text', (c) => c.notNull())
@@ -18,6 +21,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('cost_saved_micros', 'bigint', (c) => c.notNull())
     .addColumn('agent_cost_micros', 'bigint', (c) => c.notNull())
     .addPrimaryKeyConstraint('report_rollups_pk', ['org_id', 'grain', 'day', 'key', 'outcome'])
+    .$call((table) => (clustered ? table.modifyEnd(sql`without rowid`) : table))
     .execute();
 }
 
