@@ -170,7 +170,7 @@ async function run(engine: Engine): Promise<void> {
         `| ${c.label} | ${fmt(served.p50)} | ${fmt(served.p95)} | ${fmt(raw.p50)} | ${fmt(raw.p95)} | ${ratio.toFixed(1)}× |`,
       );
     }
-    const exportInput = CASES[8]?.input ?? CASES[0]!.input;
+    const exportInput = report('export', 'agent,day', '30d', 'hours_saved').input;
     const exported = await time(Math.min(RUNS, 5), () => exportRows(ctx, exportInput));
     console.log(
       `| export agent,day 30d (CSV, streamed) | ${fmt(exported.p50)} | ${fmt(exported.p95)} | | | |`,
