@@ -21,14 +21,15 @@ function rng(seed: number): () => number {
   };
 }
 
-function makeRow(i: number, orgId: string, now: number, rand: () => number): EventRow {
+function makeRow(i: number, total: number, orgId: string, now: number, rand: () => number): EventRow {
   const task = BUILTIN_TASK_TYPES[Math.floor(rand() * BUILTIN_TASK_TYPES.length)];
   const minutes = task?.default_baseline_minutes ?? 10;
   const outcome = OUTCOMES[Math.floor(rand() * OUTCOMES.length)] ?? 'success';
   const credit = outcome === 'success' ? 1 : outcome === 'needs_review' ? 0.5 : 0;
   const hours = Math.round((minutes * credit * 1e6) / 60);
   const client = rand() < 0.05 ? null : `client-${String(Math.floor(rand() * 20)).padStart(2, '0')}`;
-  const occurredAt = now - Math.floor(rand() * 90 * DAY_MS);
+  // Events arrive roughly in time order, as tracking stores them: oldest first, a little jitter.
+  const occurredAt = Math.min(now, now - 90 * DAY_MS + Math.floor(((i + rand()) * 90 * DAY_MS) / total));
   return {
     id: `evt_${String(i).padStart(26, '0')}`,
     org_id: orgId,
@@ -62,7 +63,7 @@ export async function seedEvents(db: Db, orgId: string, now: number, total: numb
   for (let start = 0; start < total; start += ROWS_PER_TRANSACTION) {
     const rows: EventRow[] = [];
     for (let i = start; i < Math.min(total, start + ROWS_PER_TRANSACTION); i++)
-      rows.push(makeRow(i, orgId, now, rand));
+      rows.push(makeRow(i, total, orgId, now, rand));
     await db.transaction().execute(async (trx) => {
       for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) {
         await trx

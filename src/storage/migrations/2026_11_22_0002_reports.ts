@@ -3,7 +3,8 @@ import { SqliteAdapter, sql, type Kysely } from 'kysely';
 /**
  * Daily report aggregates by occurred_at day (UTC, epoch-day number). One table holds several
  * grains so that tracking updates all of them in one statement: `all` (key ''), `agent`,
- * `task_type` and `client` (key = 'c' + client_id, or '' when the event has no client).
+ * `task_type` and `client` (key = 'c' + client_id, or '' when the event has no client). Each
+ * event counts in the row of its outcome and in the all-outcomes row (outcome '*').
  */
 export async function up(db: Kysely<any>): Promise<void> {
   // Reports read rollups by primary-key range; on SQLite a WITHOUT ROWID table keeps each row in
