@@ -125,7 +125,7 @@ async function open(engine: Engine): Promise<{ storage: Storage; cleanup: () => 
   };
   await admin(`DROP SCHEMA IF EXISTS ${schema} CASCADE; CREATE SCHEMA ${schema}`);
   const storage = openStorage(url, { schema, poolSize: 4 });
-  await migrateToLatest(storage.db, schema);
+  await migrateToLatest(storage.db);
   return { storage, cleanup: () => admin(`DROP SCHEMA IF EXISTS ${schema} CASCADE`) };
 }
 

@@ -18,18 +18,30 @@ function randomChunk(length: number): Buffer {
   return chunk;
 }
 
-/** A 26-character ULID: 48 bits of milliseconds, then 80 random bits; sorts by time. */
+let lastTime = -1;
+let lastRandom: number[] = [];
+
+/**
+ * A 26-character ULID: 48 bits of milliseconds, then 80 random bits; sorts by time. Within one
+ * millisecond the random part counts up (monotonic ULID), so ids made in order sort in order.
+ */
 export function ulid(at: Date = new Date()): string {
   let time = at.getTime();
+  if (time === lastTime) {
+    let i = lastRandom.length - 1;
+    while (i >= 0 && lastRandom[i] === 31) lastRandom[i--] = 0;
+    if (i >= 0) lastRandom[i] = (lastRandom[i] ?? 0) + 1;
+  } else {
+    const bytes = randomChunk(16);
+    lastRandom = Array.from(bytes, (b) => b % 32);
+    lastTime = time;
+  }
   let head = '';
   for (let i = 0; i < 10; i++) {
     head = (CROCKFORD[time % 32] ?? '0') + head;
     time = Math.floor(time / 32);
   }
-  const bytes = randomChunk(16);
-  let tail = '';
-  for (let i = 0; i < 16; i++) tail += CROCKFORD[(bytes[i] ?? 0) % 32];
-  return head + tail;
+  return head + lastRandom.map((d) => CROCKFORD[d]).join('');
 }
 
 export type IdPrefix = 'org' | 'evt' | 'wh' | 'whmsg' | 'whdel' | 'req' | 'aud' | 'mail';

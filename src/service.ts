@@ -6,6 +6,7 @@ import { buildApp } from './http/server.js';
 import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './http/rate-limit.js';
 import { countOrganizations, createOrganization } from './orgs/organizations.js';
 import { migrateToLatest, openStorage, type Storage } from './storage/db.js';
+import { DeliveryWorker } from './webhooks/worker.js';
 
 export function createRateLimiter(config: Config): RateLimiter {
   return config.redisUrl ? new RedisRateLimiter(config.redisUrl) : new MemoryRateLimiter();
@@ -27,6 +28,7 @@ export async function bootstrapDefaultOrganization(ctx: ServiceCtx): Promise<str
 export interface RunningService {
   app: FastifyInstance | null;
   storage: Storage;
+  worker: DeliveryWorker | null;
   stop(): Promise<void>;
 }
 
@@ -48,12 +50,27 @@ export async function startService(config: Config, clock: Clock = systemClock): 
     await app.listen({ host: config.host, port: config.port });
   }
 
+  // TALLY_ROLE=api leaves deliveries, e-mail and digests to `tally worker` processes.
+  let worker: DeliveryWorker | null = null;
+  if (config.role !== 'api') {
+    const log = app?.log;
+    worker = new DeliveryWorker(ctx, {
+      onError: (error, what) => {
+        if (log) log.error({ err: error }, `webhook worker: ${what} failed`);
+        else process.stderr.write(`webhook worker: ${what} failed: ${(error as Error).message}\n`);
+      },
+    });
+    worker.start();
+  }
+
   return {
     app,
     storage,
+    worker,
     // Fastify's close stops accepting, lets in-flight requests finish, then resolves.
     async stop() {
       if (app) await app.close();
+      if (worker) await worker.stop();
       await rateLimiter.close();
       await storage.close();
     },

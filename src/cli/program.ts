@@ -1,5 +1,5 @@
 import { Command, InvalidArgumentError } from 'commander';
-import { systemClock } from '../clock.js';
+import { ManualClock, systemClock } from '../clock.js';
 import { loadConfig } from '../config.js';
 import type { ServiceCtx } from '../context.js';
 import { isPlanName, type PlanName } from '../billing/plans.js';
@@ -8,6 +8,8 @@ import { createOrganization, listOrganizations, organizationView, setPlan } from
 import { updateSettings } from '../settings/settings.js';
 import { startService } from '../service.js';
 import { migrateToLatest, openStorage } from '../storage/db.js';
+import { queueDueDigests } from '../webhooks/digest.js';
+import { DeliveryWorker } from '../webhooks/worker.js';
 import { print } from './output.js';
 
 function number(value: string): number {
@@ -181,6 +183,51 @@ export function buildCli(): Command {
     .action(async (keyId: string, opts: { json: boolean }) => {
       const key = await withCtx((ctx) => revokeApiKey({ ctx, keyId }));
       print(opts.json, { key }, () => [`Revoked key ${key.id}.`]);
+    });
+
+  program
+    .command('worker')
+    .description('Run only the webhook delivery worker and scheduler (digests, e-mail)')
+    .action(async () => {
+      const service = await startService({ ...loadConfig(), role: 'worker' });
+      process.stderr.write('tally worker running\n');
+      const shutdown = async (signal: string) => {
+        process.stderr.write(`${signal} received; finishing deliveries in flight\n`);
+        await service.stop();
+        process.exit(0);
+      };
+      process.once('SIGTERM', () => void shutdown('SIGTERM'));
+      process.once('SIGINT', () => void shutdown('SIGINT'));
+    });
+
+  const digests = program.command('digests').description('Weekly digest webhooks');
+  digests
+    .command('send')
+    .description('Queue the weekly digests due at --at (default now) and make one delivery pass')
+    .option('--at <iso>', 'act as if it were this time (RFC 3339)')
+    .option('--json', 'machine-readable output', false)
+    .action(async (opts: { at?: string; json: boolean }) => {
+      const at = opts.at === undefined ? null : new Date(opts.at);
+      if (at !== null && Number.isNaN(at.getTime()))
+        throw new InvalidArgumentError('--at must be an RFC 3339 time');
+      const queued = await withCtx(async (ctx) => {
+        const result = await queueDueDigests({
+          ctx: at === null ? ctx : { ...ctx, clock: new ManualClock(at) },
+        });
+        // Deliver now with the real clock; what fails stays queued for the running workers.
+        const worker = new DeliveryWorker(ctx);
+        try {
+          await worker.runOnce();
+        } finally {
+          await worker.stop();
+        }
+        return result;
+      });
+      print(opts.json, { queued }, () =>
+        queued.length === 0
+          ? ['no digest was due (or every due digest was already sent)']
+          : queued.map((q) => `queued ${q.message_id} for ${q.webhook_id} (week of ${q.week})`),
+      );
     });
 
   return program;

@@ -12,6 +12,9 @@ import { registerServiceRoutes } from './service-routes.js';
 import { registerTrackingRoutes } from '../tracking/routes.js';
 import { registerSettingsRoutes } from '../settings/routes.js';
 import { registerReportRoutes } from '../reports/routes.js';
+import { registerCatalogueRoutes } from '../catalogue/routes.js';
+import { registerAuditRoutes } from '../audit/routes.js';
+import { registerWebhookRoutes } from '../webhooks/routes.js';
 
 const addFormats = addFormatsModule.default;
 export const BODY_LIMIT_BYTES = 64 * 1024;
@@ -87,8 +90,11 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
   await app.register(async (v1) => {
     registerAuth(v1);
     registerTrackingRoutes(v1);
+    registerCatalogueRoutes(v1);
+    registerAuditRoutes(v1);
     registerSettingsRoutes(v1);
     registerReportRoutes(v1);
+    registerWebhookRoutes(v1);
   });
   return app;
 }

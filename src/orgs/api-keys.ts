@@ -2,6 +2,8 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { ServiceCtx } from '../context.js';
 import { AppError, notFound } from '../errors.js';
 import { randomAlnum } from '../ids.js';
+import type { CompiledQuery } from 'kysely';
+import type { DbOrTrx } from '../storage/db.js';
 import type { ApiKeyRow } from '../storage/schema.js';
 import { organizationFromRow, type Organization } from './organizations.js';
 
@@ -71,6 +73,37 @@ export async function revokeApiKey({ ctx, keyId }: { ctx: ServiceCtx; keyId: str
   return keyView(row);
 }
 
+function keyWithOrganizationQuery(db: DbOrTrx, keyId: string) {
+  return db
+    .selectFrom('api_keys')
+    .innerJoin('organizations', 'organizations.id', 'api_keys.org_id')
+    .selectAll('organizations')
+    .select(['api_keys.id as key_id', 'api_keys.key_hash', 'api_keys.revoked_at'])
+    .where('api_keys.id', '=', keyId);
+}
+
+type KeyWithOrganization = Awaited<
+  ReturnType<ReturnType<typeof keyWithOrganizationQuery>['executeTakeFirst']>
+>;
+const compiledLookups = new WeakMap<DbOrTrx, CompiledQuery>();
+
+/**
+ * Runs on every request: the query is built and compiled once per database handle, then run
+ * with the key id as its only parameter.
+ */
+async function findKeyWithOrganization(db: DbOrTrx, keyId: string): Promise<KeyWithOrganization> {
+  let compiled = compiledLookups.get(db);
+  if (!compiled) {
+    compiled = keyWithOrganizationQuery(db, '').compile();
+    compiledLookups.set(db, compiled);
+  }
+  const result = await db.executeQuery<NonNullable<KeyWithOrganization>>({
+    ...compiled,
+    parameters: [keyId],
+  });
+  return result.rows[0];
+}
+
 export interface Authenticated {
   org: Organization;
   keyId: string;
@@ -86,13 +119,7 @@ export async function authenticate({
 }): Promise<Authenticated> {
   const match = KEY_PATTERN.exec(token);
   if (!match?.[1]) throw new AppError('invalid_api_key', 'The API key is malformed or unknown.');
-  const row = await ctx.db
-    .selectFrom('api_keys')
-    .innerJoin('organizations', 'organizations.id', 'api_keys.org_id')
-    .selectAll('organizations')
-    .select(['api_keys.id as key_id', 'api_keys.key_hash', 'api_keys.revoked_at'])
-    .where('api_keys.id', '=', match[1])
-    .executeTakeFirst();
+  const row = await findKeyWithOrganization(ctx.db, match[1]);
   const presented = Buffer.from(hashKey(token), 'hex');
   if (!row || !timingSafeEqual(presented, Buffer.from(row.key_hash, 'hex'))) {
     throw new AppError('invalid_api_key', 'The API key is malformed or unknown.');

@@ -1,7 +1,15 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Transaction } from 'kysely';
+import {
+  Kysely,
+  Migrator,
+  PostgresAdapter,
+  PostgresDialect,
+  SqliteDialect,
+  sql,
+  type Transaction,
+} from 'kysely';
 import pg from 'pg';
 import { migrations } from './migrations/index.js';
 import type { Database } from './schema.js';
@@ -84,18 +92,30 @@ function withStatementCache(database: SQLite.Database, size = 500): SQLite.Datab
 }
 
 /**
- * `schema` (PostgreSQL) names where the migration tables live: Kysely otherwise looks for them
- * in every schema, and a parallel test's schema can make it skip creating its own.
+ * Applies pending migrations in name order, all in one transaction, and returns their names.
+ * Our own small runner rather than Kysely's Migrator: that one lists the tables of every schema
+ * on the server, which fails whenever another schema is dropped meanwhile. On PostgreSQL an
+ * advisory lock per schema makes concurrent starts wait for each other.
  */
-export async function migrateToLatest(db: Db, schema?: string): Promise<string[]> {
-  const migrator = new Migrator({
+export async function migrateToLatest(db: Db): Promise<string[]> {
+  await sql`create table if not exists tally_migrations (name text primary key, applied_at bigint not null)`.execute(
     db,
-    provider: { getMigrations: async () => migrations },
-    ...(schema ? { migrationTableSchema: schema } : {}),
+  );
+  return db.transaction().execute(async (trx) => {
+    if (trx.getExecutor().adapter instanceof PostgresAdapter) {
+      await sql`select pg_advisory_xact_lock(hashtext('tally_migrations:' || current_schema()))`.execute(trx);
+    }
+    const done = await sql<{ name: string }>`select name from tally_migrations`.execute(trx);
+    const applied = new Set(done.rows.map((r) => r.name));
+    const pending = Object.keys(migrations)
+      .sort()
+      .filter((name) => !applied.has(name));
+    for (const name of pending) {
+      await migrations[name]?.up(trx);
+      await sql`insert into tally_migrations (name, applied_at) values (${name}, ${Date.now()})`.execute(trx);
+    }
+    return pending;
   });
-  const { error, results } = await migrator.migrateToLatest();
-  if (error) throw error;
-  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }
 
 const UNAVAILABLE_CODES = new Set([

@@ -120,6 +120,88 @@ export interface ReportRollupsTable {
   agent_cost_micros: number;
 }
 
+export interface WebhooksTable {
+  id: string;
+  org_id: string;
+  url: string;
+  description: string | null;
+  /** JSON array of subscribed event types. */
+  event_types: string;
+  secret: string;
+  status: string;
+  consecutive_failures: number;
+  /** When `weekly.digest` was subscribed: no digest is owed for weeks sent before it. */
+  digest_since: number | null;
+  created_at: number;
+  updated_at: number;
+  deleted_at: number | null;
+}
+
+export interface WebhookMessagesTable {
+  id: string;
+  org_id: string;
+  type: string;
+  payload: string;
+  created_at: number;
+}
+
+export interface WebhookDeliveriesTable {
+  id: string;
+  org_id: string;
+  webhook_id: string;
+  message_id: string;
+  event_type: string;
+  /** pending | succeeded | failed | canceled */
+  status: string;
+  /** Attempts claimed so far (the number of the attempt in flight while leased). */
+  attempts: number;
+  next_attempt_at: number | null;
+  locked_until: number | null;
+  claimed_by: string | null;
+  last_error: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface WebhookAttemptsTable {
+  delivery_id: string;
+  attempt: number;
+  webhook_id: string;
+  succeeded: number;
+  status_code: number | null;
+  response_body: string | null;
+  error: string | null;
+  signature: string | null;
+  duration_ms: number;
+  started_at: number;
+  finished_at: number;
+}
+
+export interface EmailsTable {
+  id: string;
+  org_id: string | null;
+  to_address: string;
+  subject: string;
+  body: string;
+  /** pending | sent | failed */
+  status: string;
+  attempts: number;
+  next_attempt_at: number | null;
+  locked_until: number | null;
+  claimed_by: string | null;
+  last_error: string | null;
+  created_at: number;
+  sent_at: number | null;
+}
+
+export interface DigestRunsTable {
+  webhook_id: string;
+  /** Monday of the digested ISO week, YYYY-MM-DD. */
+  week: string;
+  message_id: string;
+  created_at: number;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   api_keys: ApiKeysTable;
@@ -131,6 +213,12 @@ export interface Database {
   usage_monthly: UsageMonthlyTable;
   agents: AgentsTable;
   report_rollups: ReportRollupsTable;
+  webhooks: WebhooksTable;
+  webhook_messages: WebhookMessagesTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  webhook_attempts: WebhookAttemptsTable;
+  emails: EmailsTable;
+  digest_runs: DigestRunsTable;
 }
 
 export type OrganizationRow = Selectable<OrganizationsTable>;
@@ -141,3 +229,7 @@ export type CustomTaskTypeRow = Selectable<CustomTaskTypesTable>;
 export type OverrideRow = Selectable<TaskTypeOverridesTable>;
 export type AuditLogRow = Selectable<AuditLogTable>;
 export type OrganizationUpdate = Updateable<OrganizationsTable>;
+export type WebhookRow = Selectable<WebhooksTable>;
+export type WebhookAttemptRow = Selectable<WebhookAttemptsTable>;
+export type WebhookDeliveryRow = Selectable<WebhookDeliveriesTable>;
+export type EmailRow = Selectable<EmailsTable>;

@@ -82,14 +82,15 @@ export function resolveBaseline(
     return { minutes: custom.default_baseline_minutes, source: 'custom', hourlyRateMicros };
   }
   if (builtin) return { minutes: builtin.default_baseline_minutes, source: 'builtin', hourlyRateMicros };
-  if (org.fallbackBaselineMinutes !== null) {
+  const archived = custom?.status === 'archived';
+  // Spec §3: an archived custom key fails even when the organisation has a fallback baseline.
+  if (!archived && org.fallbackBaselineMinutes !== null) {
     return {
       minutes: org.fallbackBaselineMinutes,
       source: 'fallback',
       hourlyRateMicros: org.defaultHourlyRateMicros,
     };
   }
-  const archived = custom?.status === 'archived';
   throw new AppError(
     'unknown_task_type',
     archived

@@ -11,9 +11,13 @@ interface Pending {
 const MAX_BATCH = 500;
 const RETRYABLE = new Set(['40001', '40P01']);
 
+/**
+ * Serialisation failures and deadlocks on PostgreSQL; on SQLite, a batch that read before
+ * another process committed a write (SQLITE_BUSY_SNAPSHOT is not covered by busy_timeout).
+ */
 function isRetryable(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && RETRYABLE.has(code);
+  return typeof code === 'string' && (RETRYABLE.has(code) || code.startsWith('SQLITE_BUSY'));
 }
 
 /**
@@ -62,7 +66,7 @@ export class TrackBatcher {
     }
   }
 
-  /** PostgreSQL may abort a transaction that raced another instance's; run it again then. */
+  /** A transaction that raced another instance's may be aborted; run it again then. */
   private async commit(jobs: TrackJob[]) {
     for (let attempt = 1; ; attempt++) {
       try {

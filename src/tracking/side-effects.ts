@@ -2,6 +2,7 @@ import type { OrgCtx } from '../context.js';
 import { recordRollups } from '../reports/rollups.js';
 import type { DbOrTrx } from '../storage/db.js';
 import type { EventRow } from '../storage/schema.js';
+import { enqueueEventMessages } from '../webhooks/outbox.js';
 import type { StoredEvent } from './events.js';
 
 export interface EventCreated {
@@ -24,4 +25,5 @@ export async function onEventsCreated(db: DbOrTrx, created: EventCreated[]): Pro
     db,
     created.map((c) => c.row),
   );
+  await enqueueEventMessages(db, created);
 }

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { inject } from 'vitest';
 import { migrateToLatest, openStorage, type Engine, type Storage } from '../../src/storage/db.js';
 
 const POSTGRES_URL = process.env.TALLY_TEST_POSTGRES_URL;
@@ -26,23 +27,18 @@ export async function createTestStorage(
     return { ...storage, url, schema: undefined, destroy: () => storage.close() };
   }
   if (!POSTGRES_URL) throw new Error('TALLY_TEST_POSTGRES_URL is not set');
-  const schema = `t_${randomBytes(6).toString('hex')}`;
+  // Dropped by the global teardown, not here: see global-setup.ts.
+  const schema = `${inject('pgRunPrefix')}${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: POSTGRES_URL });
   await admin.connect();
   await admin.query(`CREATE SCHEMA ${schema}`);
   await admin.end();
   const storage = openStorage(POSTGRES_URL, { schema, poolSize: 5 });
-  await migrateToLatest(storage.db, schema);
+  await migrateToLatest(storage.db);
   return {
     ...storage,
     url: POSTGRES_URL,
     schema,
-    async destroy() {
-      await storage.close();
-      const client = new pg.Client({ connectionString: POSTGRES_URL });
-      await client.connect();
-      await client.query(`DROP SCHEMA ${schema} CASCADE`);
-      await client.end();
-    },
+    destroy: () => storage.close(),
   };
 }

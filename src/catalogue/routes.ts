@@ -1,0 +1,98 @@
+import type { FastifyInstance } from 'fastify';
+import type { Static } from '@sinclair/typebox';
+import { orgCtx } from '../http/app-types.js';
+import { errorResponses } from '../http/schemas.js';
+import { removeOverride, setOverride } from './overrides.js';
+import {
+  CreateTaskTypeBody,
+  OverrideBody,
+  TaskTypeListQuery,
+  TaskTypeListSchema,
+  TaskTypeParams,
+  TaskTypeSchema,
+} from './schema.js';
+import { archiveTaskType, createCustomTaskType, listTaskTypes } from './task-types.js';
+
+type Params = Static<typeof TaskTypeParams>;
+const one = { 200: TaskTypeSchema, ...errorResponses };
+
+export function registerCatalogueRoutes(app: FastifyInstance): void {
+  app.get<{ Querystring: Static<typeof TaskTypeListQuery> }>(
+    '/v1/task-types',
+    {
+      schema: {
+        tags: ['task-types'],
+        summary: 'List built-in task types (with overrides), then custom ones',
+        querystring: TaskTypeListQuery,
+        response: { 200: TaskTypeListSchema, ...errorResponses },
+      },
+    },
+    async (request) => {
+      const { category, include_archived: includeArchived } = request.query;
+      return {
+        data: await listTaskTypes({ ctx: orgCtx(app, request), input: { category, includeArchived } }),
+      };
+    },
+  );
+
+  app.post<{ Body: Static<typeof CreateTaskTypeBody> }>(
+    '/v1/task-types',
+    {
+      config: { plan: 'pro' },
+      schema: {
+        tags: ['task-types'],
+        summary: 'Create a custom task type',
+        body: CreateTaskTypeBody,
+        response: { 201: TaskTypeSchema, ...errorResponses },
+      },
+    },
+    async (request, reply) => {
+      const record = await createCustomTaskType({ ctx: orgCtx(app, request), input: request.body });
+      return reply.code(201).send(record);
+    },
+  );
+
+  app.post<{ Params: Params; Body: Static<typeof OverrideBody> }>(
+    '/v1/task-types/:key/override',
+    {
+      config: { plan: 'pro' },
+      schema: {
+        tags: ['task-types'],
+        summary: "Set the organisation's baseline for a built-in task type",
+        params: TaskTypeParams,
+        body: OverrideBody,
+        response: one,
+      },
+    },
+    async (request) =>
+      setOverride({ ctx: orgCtx(app, request), key: request.params.key, input: request.body }),
+  );
+
+  app.delete<{ Params: Params }>(
+    '/v1/task-types/:key/override',
+    {
+      config: { plan: 'pro' },
+      schema: {
+        tags: ['task-types'],
+        summary: 'Remove the override; the built-in default baseline applies again',
+        params: TaskTypeParams,
+        response: one,
+      },
+    },
+    async (request) => removeOverride({ ctx: orgCtx(app, request), key: request.params.key }),
+  );
+
+  app.delete<{ Params: Params }>(
+    '/v1/task-types/:key',
+    {
+      config: { plan: 'pro' },
+      schema: {
+        tags: ['task-types'],
+        summary: 'Archive a custom task type; built-ins cannot be archived',
+        params: TaskTypeParams,
+        response: one,
+      },
+    },
+    async (request) => archiveTaskType({ ctx: orgCtx(app, request), key: request.params.key }),
+  );
+}

@@ -1,0 +1,158 @@
+import { recordAudit } from '../audit/audit-log.js';
+import type { OrgCtx } from '../context.js';
+import { notFound } from '../errors.js';
+import { newId } from '../ids.js';
+import type { WebhookRow } from '../storage/schema.js';
+import type { SubscribableEventType, WebhookStatus } from './event-types.js';
+import { newWebhookSecret } from './signing.js';
+import { checkWebhookUrl } from './url-policy.js';
+
+/** The webhook record (DESIGN §8); the secret is added to the creation response only. */
+export function webhookView(row: WebhookRow) {
+  return {
+    id: row.id,
+    url: row.url,
+    event_types: JSON.parse(row.event_types) as SubscribableEventType[],
+    description: row.description,
+    status: row.status as WebhookStatus,
+    consecutive_failures: Number(row.consecutive_failures),
+    created_at: new Date(Number(row.created_at)).toISOString(),
+  };
+}
+export type WebhookView = ReturnType<typeof webhookView>;
+
+export interface CreateWebhookInput {
+  url: string;
+  event_types: SubscribableEventType[];
+  description?: string;
+}
+
+export async function createWebhook({ ctx, input }: { ctx: OrgCtx; input: CreateWebhookInput }) {
+  const url = checkWebhookUrl(input.url, ctx.config.webhookAllowPrivateNetworks);
+  const at = ctx.clock.now();
+  const row: WebhookRow = {
+    id: newId('wh', at),
+    org_id: ctx.org.id,
+    url,
+    description: input.description ?? null,
+    event_types: JSON.stringify(input.event_types),
+    secret: newWebhookSecret(),
+    status: 'active',
+    consecutive_failures: 0,
+    digest_since: input.event_types.includes('weekly.digest') ? at.getTime() : null,
+    created_at: at.getTime(),
+    updated_at: at.getTime(),
+    deleted_at: null,
+  };
+  return ctx.db.transaction().execute(async (trx) => {
+    await trx.insertInto('webhooks').values(row).execute();
+    const view = webhookView(row);
+    await recordAudit(
+      { ...ctx, db: trx },
+      { action: 'webhook.created', target: `webhook:${row.id}`, before: null, after: view },
+    );
+    return { ...view, secret: row.secret };
+  });
+}
+
+export async function getWebhookRow({ ctx, id }: { ctx: OrgCtx; id: string }): Promise<WebhookRow> {
+  const row = await ctx.db
+    .selectFrom('webhooks')
+    .selectAll()
+    .where('org_id', '=', ctx.org.id)
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+  // Another organisation's webhook is answered exactly like a missing one.
+  if (!row) throw notFound(`Webhook ${id}`);
+  return row;
+}
+
+/** Newest first; the cursor is the id of the last webhook of the previous page. */
+export async function listWebhooks({ ctx, limit, cursor }: { ctx: OrgCtx; limit: number; cursor?: string }) {
+  let query = ctx.db
+    .selectFrom('webhooks')
+    .selectAll()
+    .where('org_id', '=', ctx.org.id)
+    .where('deleted_at', 'is', null);
+  if (cursor !== undefined) query = query.where('id', '<', cursor);
+  const rows = await query
+    .orderBy('id', 'desc')
+    .limit(limit + 1)
+    .execute();
+  const page = rows.slice(0, limit);
+  const last = page[page.length - 1];
+  return { data: page.map(webhookView), next_cursor: rows.length > limit && last ? last.id : null };
+}
+
+export interface UpdateWebhookInput {
+  url?: string;
+  event_types?: SubscribableEventType[];
+  description?: string | null;
+  status?: 'active';
+}
+
+/** PATCH: `status: "active"` reactivates (and clears the failure count). */
+export async function updateWebhook({
+  ctx,
+  id,
+  input,
+}: {
+  ctx: OrgCtx;
+  id: string;
+  input: UpdateWebhookInput;
+}) {
+  const url =
+    input.url === undefined ? undefined : checkWebhookUrl(input.url, ctx.config.webhookAllowPrivateNetworks);
+  const now = ctx.clock.now().getTime();
+  return ctx.db.transaction().execute(async (trx) => {
+    const before = await getWebhookRow({ ctx: { ...ctx, db: trx }, id });
+    const wasDigest = (JSON.parse(before.event_types) as string[]).includes('weekly.digest');
+    const after: WebhookRow = {
+      ...before,
+      ...(url !== undefined ? { url } : {}),
+      ...(input.description !== undefined ? { description: input.description } : {}),
+      ...(input.event_types !== undefined ? { event_types: JSON.stringify(input.event_types) } : {}),
+      ...(input.status === 'active' ? { status: 'active', consecutive_failures: 0 } : {}),
+      updated_at: now,
+    };
+    const isDigest = (JSON.parse(after.event_types) as string[]).includes('weekly.digest');
+    // A newly subscribed digest owes nothing for weeks before the subscription.
+    after.digest_since = isDigest ? (wasDigest ? before.digest_since : now) : null;
+    const { id: _id, org_id: _org, ...changes } = after;
+    await trx.updateTable('webhooks').set(changes).where('id', '=', id).execute();
+    await recordAudit(
+      { ...ctx, db: trx },
+      {
+        action: 'webhook.updated',
+        target: `webhook:${id}`,
+        before: webhookView(before),
+        after: webhookView(after),
+      },
+    );
+    return webhookView(after);
+  });
+}
+
+/** Soft delete; deliveries still pending for it are canceled. */
+export async function deleteWebhook({ ctx, id }: { ctx: OrgCtx; id: string }): Promise<void> {
+  const now = ctx.clock.now().getTime();
+  await ctx.db.transaction().execute(async (trx) => {
+    const before = await getWebhookRow({ ctx: { ...ctx, db: trx }, id });
+    await trx
+      .updateTable('webhooks')
+      .set({ deleted_at: now, updated_at: now })
+      .where('id', '=', id)
+      .execute();
+    await trx
+      .updateTable('webhook_deliveries')
+      .set({ status: 'canceled', next_attempt_at: null, last_error: 'webhook deleted', updated_at: now })
+      .where('webhook_id', '=', id)
+      .where('status', '=', 'pending')
+      .execute();
+    await recordAudit(
+      { ...ctx, db: trx },
+      { action: 'webhook.deleted', target: `webhook:${id}`, before: webhookView(before), after: null },
+    );
+  });
+}

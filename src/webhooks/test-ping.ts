@@ -1,0 +1,33 @@
+import type { OrgCtx } from '../context.js';
+import { enqueueMessage } from './outbox.js';
+import { getWebhookRow } from './subscriptions.js';
+
+/**
+ * Queues a `test.ping` for one webhook, whatever its event types and state (a deactivated
+ * webhook can be tested before reactivating it). It is tried once and never moves the state.
+ */
+export async function sendTestPing({
+  ctx,
+  id,
+}: {
+  ctx: OrgCtx;
+  id: string;
+}): Promise<{ message_id: string }> {
+  const at = ctx.clock.now();
+  return ctx.db.transaction().execute(async (trx) => {
+    const row = await getWebhookRow({ ctx: { ...ctx, db: trx }, id });
+    const { messageId } = await enqueueMessage({
+      db: trx,
+      orgId: ctx.org.id,
+      type: 'test.ping',
+      payload: {
+        webhook_id: row.id,
+        message: 'This is a test delivery from Tally.',
+        sent_at: at.toISOString(),
+      },
+      webhookIds: [row.id],
+      at,
+    });
+    return { message_id: messageId };
+  });
+}

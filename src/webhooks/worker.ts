@@ -1,0 +1,169 @@
+import type { Agent } from 'undici';
+import type { ServiceCtx } from '../context.js';
+import { createMailTransport, sendDueEmails, type MailTransport } from '../email/sender.js';
+import { randomAlnum } from '../ids.js';
+import { claimDueDeliveries, findExpiredClaims, type ClaimedDelivery } from './claim.js';
+import { deliverMessage, recoverExpiredClaims } from './deliver.js';
+import { queueDueDigests } from './digest.js';
+import { createDeliveryAgent } from './send.js';
+
+export interface WorkerOptions {
+  /** Attempts in flight at once in this process. */
+  concurrency?: number;
+  /** In-flight attempts per webhook, so one slow or dead receiver cannot take every slot. */
+  perWebhook?: number;
+  idlePollMs?: number;
+  mailTransport?: MailTransport | null;
+  onError?: (error: unknown, what: string) => void;
+}
+
+const HOUSEKEEPING_MS = 1_000;
+const DIGEST_CHECK_MS = 30_000;
+
+/**
+ * The delivery worker and scheduler: claims due deliveries, sends them with bounded
+ * concurrency, recovers claims of dead workers, sends queued e-mail and queues weekly digests.
+ * Several may run on one database. `runOnce` is one full pass (tests, CLI); `start` loops.
+ */
+export class DeliveryWorker {
+  readonly id = `wrk_${randomAlnum(12)}`;
+  private readonly agent: Agent;
+  private readonly mail: MailTransport | null;
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private readonly perWebhookCount = new Map<string, number>();
+  private readonly concurrency: number;
+  private readonly perWebhook: number;
+  private readonly idlePollMs: number;
+  private readonly onError: (error: unknown, what: string) => void;
+  private running = false;
+  private loopDone: Promise<void> | null = null;
+  private wakeUp: (() => void) | null = null;
+  private lastHousekeeping = 0;
+  private lastDigestCheck = 0;
+  private mailing: Promise<unknown> | null = null;
+
+  constructor(
+    private readonly ctx: ServiceCtx,
+    options: WorkerOptions = {},
+  ) {
+    this.concurrency = options.concurrency ?? 64;
+    this.perWebhook = options.perWebhook ?? 16;
+    this.idlePollMs = options.idlePollMs ?? 50;
+    this.onError = options.onError ?? (() => undefined);
+    this.agent = createDeliveryAgent(ctx.config.webhookAllowPrivateNetworks, ctx.config.webhookTimeoutMs);
+    this.mail =
+      options.mailTransport !== undefined
+        ? options.mailTransport
+        : ctx.config.smtpUrl
+          ? createMailTransport(ctx.config.smtpUrl)
+          : null;
+  }
+
+  /** One pass: digests due, dead claims, every due delivery (awaited), then e-mail. */
+  async runOnce(): Promise<number> {
+    await queueDueDigests({ ctx: this.ctx });
+    await this.recover();
+    const started = await this.fill();
+    await Promise.all(started);
+    await this.sendMail();
+    return started.length;
+  }
+
+  async recover(): Promise<void> {
+    const expired = await findExpiredClaims({ ctx: this.ctx, limit: 100 });
+    await recoverExpiredClaims(this.ctx, expired);
+  }
+
+  async sendMail(): Promise<number> {
+    if (!this.mail) return 0;
+    return sendDueEmails({ ctx: this.ctx, transport: this.mail, token: this.id });
+  }
+
+  /** Claims as many due deliveries as there are free slots and starts sending them. */
+  private async fill(): Promise<Promise<unknown>[]> {
+    const busy = [...this.perWebhookCount].filter(([, n]) => n >= this.perWebhook).map(([id]) => id);
+    const claimed = await claimDueDeliveries({
+      ctx: this.ctx,
+      token: this.id,
+      limit: this.concurrency - this.inFlight.size,
+      leaseMs: this.ctx.config.webhookTimeoutMs + 60_000,
+      busyWebhookIds: busy,
+    });
+    // A claim may bring several deliveries for one webhook; the per-webhook cap applies to the
+    // next claim, which keeps the query simple.
+    return claimed.map((d) => this.track(d));
+  }
+
+  private track(delivery: ClaimedDelivery): Promise<unknown> {
+    this.perWebhookCount.set(delivery.webhookId, (this.perWebhookCount.get(delivery.webhookId) ?? 0) + 1);
+    const sending: Promise<unknown> = deliverMessage({ ctx: this.ctx, agent: this.agent, delivery })
+      .catch((error: unknown) => this.onError(error, `delivery ${delivery.id}`))
+      .finally(() => {
+        this.inFlight.delete(sending);
+        const left = (this.perWebhookCount.get(delivery.webhookId) ?? 1) - 1;
+        if (left <= 0) this.perWebhookCount.delete(delivery.webhookId);
+        else this.perWebhookCount.set(delivery.webhookId, left);
+        this.wakeUp?.();
+      });
+    this.inFlight.add(sending);
+    return sending;
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loopDone = this.loop();
+  }
+
+  private async loop(): Promise<void> {
+    while (this.running) {
+      let claimed = 0;
+      try {
+        const now = this.ctx.clock.now().getTime();
+        if (now - this.lastDigestCheck >= DIGEST_CHECK_MS) {
+          this.lastDigestCheck = now;
+          await queueDueDigests({ ctx: this.ctx });
+        }
+        if (now - this.lastHousekeeping >= HOUSEKEEPING_MS) {
+          this.lastHousekeeping = now;
+          await this.recover();
+          // E-mail runs beside deliveries: a hanging SMTP server must not hold them up.
+          this.mailing ??= this.sendMail()
+            .catch((error: unknown) => this.onError(error, 'e-mail'))
+            .finally(() => (this.mailing = null));
+        }
+        if (this.inFlight.size < this.concurrency) claimed = (await this.fill()).length;
+      } catch (error) {
+        this.onError(error, 'worker pass');
+      }
+      // Work found: look again at once. Otherwise wait for the poll interval or a free slot.
+      if (claimed === 0 && this.running) await this.sleep(this.idlePollMs);
+    }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    // A finishing send frees a slot (or a webhook's share of them): look for work at once.
+    const wakeable = this.inFlight.size > 0;
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.wakeUp = wakeable
+        ? () => {
+            clearTimeout(timer);
+            resolve();
+          }
+        : null;
+    }).then(() => {
+      this.wakeUp = null;
+    });
+  }
+
+  /** Stops claiming, lets attempts in flight finish and record, then closes connections. */
+  async stop(): Promise<void> {
+    this.running = false;
+    await this.loopDone;
+    await Promise.all([...this.inFlight]);
+    await this.mailing;
+    await this.agent.close();
+    this.mail?.close();
+  }
+}

@@ -1,0 +1,59 @@
+import pg from 'pg';
+import type { TestProject } from 'vitest/node';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    pgRunPrefix: string;
+  }
+}
+
+const STALE_MS = 2 * 60 * 60 * 1000;
+
+async function withClient<T>(fn: (client: pg.Client) => Promise<T>): Promise<T | undefined> {
+  const url = process.env.TALLY_TEST_POSTGRES_URL;
+  if (!url) return undefined;
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+async function dropSchemas(client: pg.Client, names: string[]): Promise<void> {
+  for (const name of names) await client.query(`DROP SCHEMA IF EXISTS ${name} CASCADE`);
+}
+
+/**
+ * Test files each work in their own PostgreSQL schema, named `t_<run>_<random>`. Kysely's
+ * migrator lists the tables of every schema, so a schema dropped while another file migrates
+ * breaks that file: schemas are dropped once, after the whole run (and stale ones from
+ * crashed runs, older than two hours, before it).
+ */
+export default async function setup(project: TestProject) {
+  const started = Date.now();
+  const prefix = `t_${started.toString(36)}_`;
+  project.provide('pgRunPrefix', prefix);
+  await withClient(async (client) => {
+    const { rows } = await client.query<{ name: string }>(
+      `select nspname as name from pg_namespace where nspname ~ '^t_[0-9a-z]+_[0-9a-f]+$'`,
+    );
+    const stale = rows
+      .map((r) => r.name)
+      .filter((name) => started - parseInt(name.split('_')[1] ?? '0', 36) > STALE_MS);
+    await dropSchemas(client, stale);
+  });
+  return async () => {
+    await withClient(async (client) => {
+      const { rows } = await client.query<{ name: string }>(
+        `select nspname as name from pg_namespace where starts_with(nspname, $1)`,
+        [prefix],
+      );
+      await dropSchemas(
+        client,
+        rows.map((r) => r.name),
+      );
+    });
+  };
+}

@@ -1,0 +1,146 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ENGINES } from '../support/engines.js';
+import { createHarness, type Harness } from '../support/harness.js';
+
+const event = (i: number, extra: object = {}) => ({
+  agent_id: `batch-agent-${i % 3}`,
+  task_type: 'sales_crm_update',
+  outcome: 'success',
+  ...extra,
+});
+
+describe.each(ENGINES)('POST /v1/track/batch (%s)', (engine) => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await createHarness(engine);
+  });
+  afterAll(async () => h.close());
+
+  const batch = (events: unknown[], apiKey?: string) =>
+    h.request({ method: 'POST', url: '/v1/track/batch', payload: { events }, ...(apiKey ? { apiKey } : {}) });
+
+  it('answers 207 with one result per event, in input order; one bad event fails only itself', async () => {
+    const res = await batch([
+      event(0),
+      event(1, { task_type: 'not_a_type' }),
+      event(2, { occurred_at: '2020-01-01T00:00:00Z' }),
+      event(3, { human_baseline_minutes: 30 }),
+    ]);
+    expect(res.statusCode).toBe(207);
+    const data = res.json().data;
+    expect(data.map((d: { status: number }) => d.status)).toEqual([201, 422, 422, 201]);
+    expect(data[1].error).toMatchObject({
+      code: 'unknown_task_type',
+      details: [{ path: '/body/events/1/task_type' }],
+    });
+    expect(data[2].error).toMatchObject({
+      code: 'occurred_at_out_of_range',
+      details: [{ path: '/body/events/2/occurred_at' }],
+    });
+    expect(data[3].event).toMatchObject({ agent_id: 'batch-agent-0', resolved_baseline_source: 'request' });
+    const fetched = await h.request({ method: 'GET', url: `/v1/events/${data[0].event.event_id}` });
+    expect(fetched.json()).toEqual(data[0].event);
+  });
+
+  it('validates the whole body first: schema errors name the item', async () => {
+    const res = await batch([event(0), { ...event(1), outcome: 'maybe' }]);
+    expect(res.statusCode).toBe(422);
+    expect(res.json().error.details[0].path).toBe('/body/events/1/outcome');
+  });
+
+  it.each([
+    ['no events', []],
+    ['501 events', Array.from({ length: 501 }, (_, i) => event(i))],
+  ])('rejects %s', async (_name, events) => {
+    const res = await batch(events);
+    expect(res.statusCode).toBe(422);
+    expect(res.json().error.details[0].path).toBe('/body/events');
+  });
+
+  it('honours per-item idempotency keys, replaying within and across batches', async () => {
+    const first = await batch([
+      event(0, { idempotency_key: 'item-a' }),
+      event(1, { idempotency_key: 'item-a' }),
+    ]);
+    const [a, b] = first.json().data;
+    expect(a.status).toBe(201);
+    expect(b).toMatchObject({ status: 201, replayed: true });
+    expect(b.event.event_id).toBe(a.event.event_id);
+
+    const single = await h.request({
+      method: 'POST',
+      url: '/v1/track',
+      payload: event(5),
+      headers: { 'idempotency-key': 'item-a' },
+    });
+    expect(single.headers['idempotent-replayed']).toBe('true');
+    expect(single.json().event_id).toBe(a.event.event_id);
+  });
+
+  it('counts every event against the per-second track rate; the overflow gets 429 items', async () => {
+    const org = await h.createOrg({ plan: 'free' });
+    const res = await batch(
+      Array.from({ length: 65 }, (_, i) => event(i)),
+      org.apiKey,
+    );
+    expect(res.statusCode).toBe(207);
+    const statuses = res.json().data.map((d: { status: number }) => d.status);
+    expect(statuses.filter((s: number) => s === 201)).toHaveLength(60);
+    expect(statuses.slice(60)).toEqual([429, 429, 429, 429, 429]);
+    expect(res.json().data[60].error.code).toBe('rate_limited');
+    expect(res.headers['ratelimit-remaining']).toBe('0');
+
+    const next = await batch([event(0)], org.apiKey);
+    expect(next.statusCode).toBe(429);
+    expect(next.headers['retry-after']).toBe('1');
+    h.clock.advance(1000);
+    expect((await batch([event(0)], org.apiKey)).statusCode).toBe(207);
+  });
+});
+
+describe.each(ENGINES)('GET /v1/events (%s)', (engine) => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await createHarness(engine);
+  });
+  afterAll(async () => h.close());
+
+  it('lists newest first with filters and cursor pagination, only for the own organisation', async () => {
+    const org = await h.createOrg();
+    const ids: string[] = [];
+    for (let i = 0; i < 7; i++) {
+      h.clock.advance(1000);
+      const res = await h.request({
+        method: 'POST',
+        url: '/v1/track',
+        apiKey: org.apiKey,
+        payload: event(i, { task_type: i % 2 ? 'dev_code_review' : 'sales_crm_update' }),
+      });
+      ids.push(res.json().event_id);
+    }
+    const list = (query: string) =>
+      h.request({ method: 'GET', url: `/v1/events?${query}`, apiKey: org.apiKey });
+    const page1 = (await list('limit=3')).json();
+    expect(page1.data.map((e: { event_id: string }) => e.event_id)).toEqual(ids.slice(4).reverse());
+    const page2 = (await list(`limit=3&cursor=${page1.next_cursor}`)).json();
+    expect(page2.data.map((e: { event_id: string }) => e.event_id)).toEqual(ids.slice(1, 4).reverse());
+    const page3 = (await list(`limit=3&cursor=${page2.next_cursor}`)).json();
+    expect(page3).toEqual({ data: [expect.objectContaining({ event_id: ids[0] })], next_cursor: null });
+
+    const byType = (await list('task_type=dev_code_review')).json().data;
+    expect(byType.map((e: { event_id: string }) => e.event_id)).toEqual([ids[5], ids[3], ids[1]]);
+    const byAgent = (await list('agent_id=batch-agent-1')).json().data;
+    expect(byAgent.map((e: { event_id: string }) => e.event_id)).toEqual([ids[4], ids[1]]);
+
+    expect((await h.request({ method: 'GET', url: '/v1/events' })).json().data).toEqual([]);
+    const foreign = await h.request({ method: 'GET', url: `/v1/events/${ids[0]}` });
+    expect(foreign.statusCode).toBe(404);
+    expect(foreign.json().error.code).toBe('not_found');
+  });
+
+  it.each(['limit=0', 'limit=101', 'limit=abc', 'colour=red'])('rejects %s with 422', async (query) => {
+    const res = await h.request({ method: 'GET', url: `/v1/events?${query}` });
+    expect(res.statusCode).toBe(422);
+    expect(res.json().error.code).toBe('validation_error');
+  });
+});

@@ -1,0 +1,84 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_PLANS } from '../../src/billing/plans.js';
+import { ENGINES } from '../support/engines.js';
+import { createHarness, type Harness, type TestOrg } from '../support/harness.js';
+
+/** A plan table with a Free cap of 3, through TALLY_PLANS_FILE. */
+function plansFile(): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'tally-plans-')), 'plans.json');
+  writeFileSync(
+    file,
+    JSON.stringify({ ...DEFAULT_PLANS, free: { ...DEFAULT_PLANS.free, included_events_per_month: 3 } }),
+  );
+  return file;
+}
+
+const body = { agent_id: 'bot', task_type: 'ops_expense_review', outcome: 'success' };
+
+describe.each(ENGINES)('Free plan monthly cap (%s)', (engine) => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await createHarness(engine, {
+      plan: 'free',
+      now: '2026-11-30T23:59:00.000Z',
+      env: { TALLY_PLANS_FILE: plansFile() },
+    });
+  });
+  afterAll(async () => h.close());
+
+  const track = (org: TestOrg, payload: object = body) =>
+    h.request({ method: 'POST', url: '/v1/track', apiKey: org.apiKey, payload });
+
+  it('refuses the event past the cap with 429 quota_exceeded, and counts by month of receipt', async () => {
+    h.clock.set('2026-11-30T23:59:00.000Z');
+    const org = await h.createOrg({ plan: 'free' });
+    for (let i = 0; i < 3; i++) expect((await track(org)).statusCode).toBe(201);
+    const refused = await track(org);
+    expect(refused.statusCode).toBe(429);
+    expect(refused.json().error.code).toBe('quota_exceeded');
+    expect(refused.headers['retry-after']).toBeUndefined();
+
+    // occurred_at in December does not help: the month counts by receipt.
+    const future = await track(org, { ...body, occurred_at: '2026-12-01T10:00:00.000Z' });
+    expect(future.json().error?.code).toBe('quota_exceeded');
+
+    h.clock.set('2026-12-01T00:00:00.000Z');
+    expect((await track(org)).statusCode).toBe(201);
+  });
+
+  it('checks business rules before the quota', async () => {
+    h.clock.set('2026-11-30T23:59:00.000Z');
+    const org = await h.createOrg({ plan: 'free' });
+    for (let i = 0; i < 3; i++) await track(org);
+    const unknown = await track(org, { ...body, task_type: 'nothing_like_it' });
+    expect(unknown.json().error.code).toBe('unknown_task_type');
+  });
+
+  it('admits a batch up to the cap and refuses the rest one by one', async () => {
+    h.clock.set('2026-11-15T10:00:00.000Z');
+    const org = await h.createOrg({ plan: 'free' });
+    const res = await h.request({
+      method: 'POST',
+      url: '/v1/track/batch',
+      apiKey: org.apiKey,
+      payload: { events: Array.from({ length: 5 }, (_, i) => ({ ...body, agent_id: `bot-${i}` })) },
+    });
+    expect(res.statusCode).toBe(207);
+    expect(res.json().data.map((d: { status: number }) => d.status)).toEqual([201, 201, 201, 429, 429]);
+    expect(res.json().data[3].error.code).toBe('quota_exceeded');
+    const usage = await h.storage.db
+      .selectFrom('usage_monthly')
+      .select('events')
+      .where('org_id', '=', org.id)
+      .executeTakeFirstOrThrow();
+    expect(Number(usage.events)).toBe(3);
+  });
+
+  it('does not cap paid plans', async () => {
+    const org = await h.createOrg({ plan: 'pro' });
+    for (let i = 0; i < 5; i++) expect((await track(org)).statusCode).toBe(201);
+  });
+});

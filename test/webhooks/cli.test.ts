@@ -1,0 +1,53 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/clock.js';
+import { loadConfig } from '../../src/config.js';
+import { createOrganization } from '../../src/orgs/organizations.js';
+import { createWebhook } from '../../src/webhooks/subscriptions.js';
+import { createTestStorage } from '../support/engines.js';
+import { startReceiver } from './receiver.js';
+
+const run = promisify(execFile);
+const dir = mkdtempSync(join(tmpdir(), 'tally-digest-cli-'));
+
+describe('tally digests send (sqlite file)', () => {
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('queues and delivers the due digest once, however often it runs', async () => {
+    const receiver = await startReceiver();
+    const file = join(dir, 'tally.db');
+    const storage = await createTestStorage('sqlite', { file });
+    const env = { TALLY_WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', TALLY_DATABASE_URL: `sqlite:${file}` };
+    const ctx = {
+      db: storage.db,
+      engine: 'sqlite' as const,
+      clock: new ManualClock('2026-11-10T00:00:00.000Z'),
+      config: loadConfig({ ...env, TALLY_LOG_LEVEL: 'silent' }),
+    };
+    const { org } = await createOrganization({ ctx, input: { name: 'Acme', plan: 'pro' } });
+    const hook = await createWebhook({
+      ctx: { ...ctx, org, actorKeyId: null },
+      input: { url: receiver.url, event_types: ['weekly.digest'] },
+    });
+    await storage.close();
+
+    const send = async () => {
+      const { stdout } = await run(
+        'npx',
+        ['tsx', 'src/cli/main.ts', 'digests', 'send', '--at', '2026-11-16T09:00:00Z', '--json'],
+        { env: { ...process.env, ...env } },
+      );
+      return JSON.parse(stdout) as { queued: Array<{ webhook_id: string; week: string }> };
+    };
+    const first = await send();
+    expect(first.queued).toEqual([expect.objectContaining({ webhook_id: hook.id, week: '2026-11-09' })]);
+    expect((await send()).queued).toEqual([]);
+    expect(receiver.received).toHaveLength(1);
+    expect(JSON.parse(receiver.received[0]?.body ?? '{}').type).toBe('weekly.digest');
+    await receiver.close();
+  }, 60_000);
+});

@@ -1,0 +1,41 @@
+import { describe, expect, it } from 'vitest';
+import { checkWebhookUrl, isPrivateAddress } from '../../src/webhooks/url-policy.js';
+
+describe('webhook URL policy', () => {
+  it.each([
+    '127.0.0.1',
+    '10.0.0.1',
+    '172.16.5.4',
+    '192.168.0.1',
+    '169.254.169.254',
+    '100.64.0.1',
+    '0.0.0.0',
+    '224.0.0.1',
+    '::1',
+    '::',
+    'fc00::1',
+    'fd12:3456::1',
+    'fe80::1',
+    'ff02::1',
+    '::ffff:127.0.0.1',
+    '::ffff:7f00:1',
+    '::ffff:a9fe:a9fe',
+  ])('treats %s as private', (address) => {
+    expect(isPrivateAddress(address)).toBe(true);
+  });
+
+  it.each(['93.184.216.34', '8.8.8.8', '2606:4700:4700::1111', '::ffff:8.8.8.8'])(
+    'treats %s as public',
+    (address) => {
+      expect(isPrivateAddress(address)).toBe(false);
+    },
+  );
+
+  it('allows http and private hosts only when private networks are allowed', () => {
+    expect(() => checkWebhookUrl('http://127.0.0.1:9000/x', false)).toThrow();
+    expect(checkWebhookUrl('http://127.0.0.1:9000/x', true)).toBe('http://127.0.0.1:9000/x');
+    expect(checkWebhookUrl('https://hooks.example.com/a?b=1', false)).toBe('https://hooks.example.com/a?b=1');
+    expect(() => checkWebhookUrl('https://user:pw@hooks.example.com/', false)).toThrow();
+    expect(() => checkWebhookUrl('ftp://hooks.example.com/', true)).toThrow();
+  });
+});
