@@ -1,15 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
-import {
-  Kysely,
-  Migrator,
-  PostgresAdapter,
-  PostgresDialect,
-  SqliteDialect,
-  sql,
-  type Transaction,
-} from 'kysely';
+import { Kysely, PostgresAdapter, PostgresDialect, SqliteDialect, sql, type Transaction } from 'kysely';
 import pg from 'pg';
 import { migrations } from './migrations/index.js';
 import type { Database } from './schema.js';
