@@ -1,12 +1,11 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { ManualClock, systemClock } from '../clock.js';
-import { loadConfig } from '../config.js';
+import { loadConfig, type Config } from '../config.js';
 import type { ServiceCtx } from '../context.js';
 import { isPlanName, type PlanName } from '../billing/plans.js';
 import { createApiKey, listApiKeys, revokeApiKey } from '../orgs/api-keys.js';
 import { createOrganization, listOrganizations, organizationView, setPlan } from '../orgs/organizations.js';
 import { updateSettings } from '../settings/settings.js';
-import { startService } from '../service.js';
 import { migrateToLatest, openStorage } from '../storage/db.js';
 import { queueDueDigests } from '../webhooks/digest.js';
 import { DeliveryWorker } from '../webhooks/worker.js';
@@ -39,22 +38,28 @@ async function withCtx<T>(fn: (ctx: ServiceCtx) => Promise<T>): Promise<T> {
   }
 }
 
+/** Starts the service and stops it gracefully on SIGTERM or SIGINT. */
+async function runUntilSignal(config: Config, stopping: string): Promise<void> {
+  // Loaded here so the other commands start without the HTTP stack.
+  const { startService } = await import('../service.js');
+  const service = await startService(config);
+  if (config.role === 'worker') process.stderr.write('tally worker running\n');
+  const shutdown = async (signal: string) => {
+    process.stderr.write(`${signal} received; ${stopping}\n`);
+    await service.stop();
+    process.exit(0);
+  };
+  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+  process.once('SIGINT', () => void shutdown('SIGINT'));
+}
+
 export function buildCli(): Command {
   const program = new Command('tally').description('Tally: what AI agents are worth.').showHelpAfterError();
 
   program
     .command('serve')
     .description('Run the HTTP API (and the delivery worker unless TALLY_ROLE=api)')
-    .action(async () => {
-      const service = await startService(loadConfig());
-      const shutdown = async (signal: string) => {
-        process.stderr.write(`${signal} received; finishing in-flight requests\n`);
-        await service.stop();
-        process.exit(0);
-      };
-      process.once('SIGTERM', () => void shutdown('SIGTERM'));
-      process.once('SIGINT', () => void shutdown('SIGINT'));
-    });
+    .action(() => runUntilSignal(loadConfig(), 'finishing in-flight requests'));
 
   program
     .command('migrate')
@@ -188,17 +193,7 @@ export function buildCli(): Command {
   program
     .command('worker')
     .description('Run only the webhook delivery worker and scheduler (digests, e-mail)')
-    .action(async () => {
-      const service = await startService({ ...loadConfig(), role: 'worker' });
-      process.stderr.write('tally worker running\n');
-      const shutdown = async (signal: string) => {
-        process.stderr.write(`${signal} received; finishing deliveries in flight\n`);
-        await service.stop();
-        process.exit(0);
-      };
-      process.once('SIGTERM', () => void shutdown('SIGTERM'));
-      process.once('SIGINT', () => void shutdown('SIGINT'));
-    });
+    .action(() => runUntilSignal({ ...loadConfig(), role: 'worker' }, 'finishing deliveries in flight'));
 
   const digests = program.command('digests').description('Weekly digest webhooks');
   digests

@@ -6,7 +6,7 @@ import { AppError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { AppDeps } from './app-types.js';
 import { registerAuth } from './auth.js';
-import { errorBody, handleError, sendError } from './errors.js';
+import { handleError, sendError } from './errors.js';
 import { createMetrics } from './metrics.js';
 import { registerServiceRoutes } from './service-routes.js';
 import { registerTrackingRoutes } from '../tracking/routes.js';
@@ -43,7 +43,9 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     bodyLimit: BODY_LIMIT_BYTES,
     genReqId: () => newId('req'),
     requestIdHeader: false,
-    return503OnClosing: true,
+    // Our own onRequest hook answers while closing, in the one error body (Fastify's 503 fast
+    // path writes its own body and skips every hook).
+    return503OnClosing: false,
     ajv: { customOptions: { removeAdditional: false } },
   });
   const bodyAjv = makeAjv(false);
@@ -52,29 +54,36 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     (httpPart === 'body' ? bodyAjv : textAjv).compile(schema as object),
   );
 
+  // Bodies are JSON only (DESIGN §2): Fastify's built-in text/plain parser would hand a string to
+  // validation (422) where the client needs to hear 415.
+  app.removeContentTypeParser('text/plain');
+
   app.decorate('tally', deps);
   app.decorate('metrics', createMetrics());
   app.setErrorHandler(handleError);
   app.setNotFoundHandler((request, reply) =>
     sendError(reply, new AppError('not_found', `No route ${request.method} ${request.url.split('?')[0]}.`)),
   );
+  // Shutting down: requests already running finish; each answer then closes its connection, so
+  // keep-alive clients let go at once instead of holding close() until their keep-alive timeout;
+  // requests that still arrive get a 503.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
   app.addHook('onRequest', async (request, reply) => {
     reply.header('X-Request-Id', request.id);
+    if (closing) throw new AppError('service_unavailable', 'The server is shutting down; retry shortly.');
+  });
+  app.addHook('onSend', async (_request, reply, payload) => {
+    if (closing) reply.header('Connection', 'close');
+    return payload;
   });
   app.addHook('onResponse', async (request, reply) => {
     const route = request.routeOptions.url ?? 'unmatched';
     app.metrics.requests.inc({ method: request.method, route, status: String(reply.statusCode) });
     app.metrics.duration.observe({ route }, reply.elapsedTime / 1000);
   });
-  // Fastify's own 503 while closing uses its own body; keep ours.
-  app.addHook('onSend', async (request, reply, payload) => {
-    if (reply.statusCode === 503 && typeof payload === 'string' && !payload.includes('"request_id"')) {
-      reply.header('Content-Type', 'application/json; charset=utf-8');
-      return JSON.stringify(errorBody('service_unavailable', 'The server is shutting down.', request.id));
-    }
-    return payload;
-  });
-
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',

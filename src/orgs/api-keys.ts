@@ -52,6 +52,13 @@ export async function createApiKey({ ctx, orgId, name }: { ctx: ServiceCtx; orgI
 }
 
 export async function listApiKeys({ ctx, orgId }: { ctx: ServiceCtx; orgId: string }) {
+  // A mistyped organisation id must not look like an organisation without keys.
+  const org = await ctx.db
+    .selectFrom('organizations')
+    .select('id')
+    .where('id', '=', orgId)
+    .executeTakeFirst();
+  if (!org) throw notFound(`Organisation ${orgId}`);
   const rows = await ctx.db
     .selectFrom('api_keys')
     .selectAll()
