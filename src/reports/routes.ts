@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
+import { Type } from '@sinclair/typebox';
 import { getUsage } from '../billing/usage.js';
 import { orgCtx } from '../http/app-types.js';
 import { errorResponses } from '../http/schemas.js';
@@ -78,7 +79,7 @@ export function registerReportRoutes(app: FastifyInstance): void {
         summary: 'The time-saved report as a streamed CSV download',
         querystring: ExportQuery,
         produces: ['text/csv'],
-        response: { ...errorResponses },
+        response: { 200: Type.String({ description: 'CSV document (RFC 4180, UTF-8)' }), ...errorResponses },
       },
     },
     async (request, reply) => {
