@@ -11,6 +11,7 @@ import { createMetrics } from './metrics.js';
 import { registerServiceRoutes } from './service-routes.js';
 import { registerTrackingRoutes } from '../tracking/routes.js';
 import { registerSettingsRoutes } from '../settings/routes.js';
+import { registerReportRoutes } from '../reports/routes.js';
 import { registerCatalogueRoutes } from '../catalogue/routes.js';
 import { registerAuditRoutes } from '../audit/routes.js';
 import { registerWebhookRoutes } from '../webhooks/routes.js';
@@ -101,6 +102,7 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     registerCatalogueRoutes(v1);
     registerAuditRoutes(v1);
     registerSettingsRoutes(v1);
+    registerReportRoutes(v1);
     registerWebhookRoutes(v1);
   });
   return app;

@@ -107,6 +107,19 @@ export interface AgentsTable {
   first_seen_at: number;
 }
 
+/** Daily report aggregates; see migration 2026_11_22_0002_reports for the grains and keys. */
+export interface ReportRollupsTable {
+  org_id: string;
+  grain: string;
+  day: number;
+  key: string;
+  outcome: string;
+  events: number;
+  hours_saved_micros: number;
+  cost_saved_micros: number;
+  agent_cost_micros: number;
+}
+
 export interface WebhooksTable {
   id: string;
   org_id: string;
@@ -199,6 +212,7 @@ export interface Database {
   idempotency_keys: IdempotencyKeysTable;
   usage_monthly: UsageMonthlyTable;
   agents: AgentsTable;
+  report_rollups: ReportRollupsTable;
   webhooks: WebhooksTable;
   webhook_messages: WebhookMessagesTable;
   webhook_deliveries: WebhookDeliveriesTable;

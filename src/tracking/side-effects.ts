@@ -1,4 +1,5 @@
 import type { OrgCtx } from '../context.js';
+import { recordRollups } from '../reports/rollups.js';
 import type { DbOrTrx } from '../storage/db.js';
 import type { EventRow } from '../storage/schema.js';
 import { enqueueEventMessages } from '../webhooks/outbox.js';
@@ -20,5 +21,9 @@ export interface EventCreated {
  * transaction; `created` holds the batch's new events in order. Features add their call here.
  */
 export async function onEventsCreated(db: DbOrTrx, created: EventCreated[]): Promise<void> {
+  await recordRollups(
+    db,
+    created.map((c) => c.row),
+  );
   await enqueueEventMessages(db, created);
 }

@@ -1,0 +1,200 @@
+/**
+ * npm run bench:reports — seeds 1,000,000 events in one organisation (200 agents, 50 task types,
+ * 20 clients, 90 days) on SQLite (a temp file) and PostgreSQL (TALLY_BENCH_POSTGRES_URL, default
+ * postgres://postgres@127.0.0.1:5432/test, in a fresh schema dropped afterwards), then times
+ * every report type over several group-bys and periods: p50/p95 of the report as served (rollups
+ * + raw edges) next to the same report as a plain GROUP BY over raw events, and the peak memory
+ * of streaming a ~100,000-row export. BENCH_EVENTS overrides the event count.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sql } from 'kysely';
+import pg from 'pg';
+import { ManualClock } from '../src/clock.js';
+import { loadConfig } from '../src/config.js';
+import type { OrgCtx, ServiceCtx } from '../src/context.js';
+import { getUsage } from '../src/billing/usage.js';
+import { createOrganization, getOrganization } from '../src/orgs/organizations.js';
+import { csvDocument } from '../src/reports/csv.js';
+import { parseGroupBy, type Metric, type Period, type ReportInput } from '../src/reports/params.js';
+import { buildReport, streamReport } from '../src/reports/report.js';
+import { migrateToLatest, openStorage, type Engine, type Storage } from '../src/storage/db.js';
+import { seedEvents } from './report-seed.js';
+
+const EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
+const RUNS = Number(process.env.BENCH_RUNS ?? 20);
+const RAW_RUNS = Number(process.env.BENCH_RAW_RUNS ?? 5);
+const NOW = '2026-11-20T13:37:00.000Z';
+
+interface Case {
+  label: string;
+  input: ReportInput;
+}
+
+function report(
+  label: string,
+  groupBy: string,
+  period: Period,
+  sort: Metric,
+  extra: Partial<ReportInput> = {},
+): Case {
+  return {
+    label,
+    input: { period, groupBy: parseGroupBy(groupBy), sort, top: null, filters: { metadata: [] }, ...extra },
+  };
+}
+
+const CASES: Case[] = [
+  report('time-saved agent 24h', 'agent', '24h', 'hours_saved'),
+  report('time-saved agent 7d', 'agent', '7d', 'hours_saved'),
+  report('time-saved agent 30d', 'agent', '30d', 'hours_saved'),
+  report('time-saved agent 90d', 'agent', '90d', 'hours_saved'),
+  report('time-saved task_type 90d', 'task_type', '90d', 'hours_saved'),
+  report('time-saved client,month all', 'client,month', 'all', 'hours_saved'),
+  report('time-saved day 90d', 'day', '90d', 'hours_saved'),
+  report('time-saved agent,week 90d', 'agent,week', '90d', 'hours_saved'),
+  report('time-saved agent,day 30d', 'agent,day', '30d', 'hours_saved'),
+  report('cost-saved task_type 30d', 'task_type', '30d', 'cost_saved'),
+  report('cost-saved agent 90d outcome=success', 'agent', '90d', 'cost_saved', {
+    filters: { outcome: 'success', metadata: [] },
+  }),
+  report('cost-saved client ytd', 'client', 'ytd', 'net_saved'),
+  report('leaderboard net_saved 90d top 10', 'agent', '90d', 'net_saved', { top: 10 }),
+  report('leaderboard events 30d top 10', 'agent', '30d', 'events', { top: 10 }),
+  report('time-saved agent 30d task_type=X (raw)', 'agent', '30d', 'hours_saved', {
+    filters: { taskType: 'dev_code_review', metadata: [] },
+  }),
+  report('time-saved agent,task_type 30d (raw)', 'agent,task_type', '30d', 'hours_saved'),
+];
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
+}
+
+async function time(runs: number, fn: () => Promise<unknown>): Promise<{ p50: number; p95: number }> {
+  await fn();
+  const samples: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const start = process.hrtime.bigint();
+    await fn();
+    samples.push(Number(process.hrtime.bigint() - start) / 1e6);
+  }
+  samples.sort((a, b) => a - b);
+  return { p50: percentile(samples, 50), p95: percentile(samples, 95) };
+}
+
+async function exportRows(ctx: OrgCtx, input: ReportInput): Promise<{ rows: number; bytes: number }> {
+  let bytes = 0;
+  let rows = -1;
+  for await (const chunk of csvDocument(input.groupBy, streamReport({ ctx, input }))) {
+    bytes += chunk.length;
+    rows += chunk.split('\r\n').length - 1;
+  }
+  return { rows, bytes };
+}
+
+/** Peak RSS above the starting RSS while `fn` runs, sampled every 5 ms. */
+async function peakRss(fn: () => Promise<unknown>): Promise<number> {
+  globalThis.gc?.();
+  const base = process.memoryUsage.rss();
+  let peak = base;
+  const timer = setInterval(() => {
+    peak = Math.max(peak, process.memoryUsage.rss());
+  }, 5);
+  await fn();
+  clearInterval(timer);
+  peak = Math.max(peak, process.memoryUsage.rss());
+  return (peak - base) / 2 ** 20;
+}
+
+async function open(engine: Engine): Promise<{ storage: Storage; cleanup: () => Promise<void> }> {
+  if (engine === 'sqlite') {
+    const dir = mkdtempSync(join(tmpdir(), 'tally-bench-reports-'));
+    const storage = openStorage(`sqlite:${join(dir, 'tally.db')}`);
+    await migrateToLatest(storage.db);
+    return { storage, cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
+  }
+  const url = process.env.TALLY_BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+  const schema = `bench_reports_${process.pid}`;
+  const admin = async (statement: string) => {
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    await client.query(statement);
+    await client.end();
+  };
+  await admin(`DROP SCHEMA IF EXISTS ${schema} CASCADE; CREATE SCHEMA ${schema}`);
+  const storage = openStorage(url, { schema, poolSize: 4 });
+  await migrateToLatest(storage.db);
+  return { storage, cleanup: () => admin(`DROP SCHEMA IF EXISTS ${schema} CASCADE`) };
+}
+
+const fmt = (ms: number) => ms.toFixed(1).padStart(8);
+
+async function run(engine: Engine): Promise<void> {
+  const { storage, cleanup } = await open(engine);
+  try {
+    const clock = new ManualClock(NOW);
+    const base: ServiceCtx = {
+      db: storage.db,
+      engine,
+      clock,
+      config: loadConfig({ TALLY_LOG_LEVEL: 'silent' }),
+    };
+    const created = await createOrganization({ ctx: base, input: { name: 'Bench', plan: 'enterprise' } });
+    const ctx: OrgCtx = {
+      ...base,
+      org: await getOrganization({ ctx: base, id: created.org.id }),
+      actorKeyId: null,
+    };
+
+    const seedStart = Date.now();
+    await seedEvents(storage.db, ctx.org.id, clock.now().getTime(), EVENTS);
+    await sql`ANALYZE`.execute(storage.db);
+    const rollupRows = await storage.db
+      .selectFrom('report_rollups')
+      .select((eb) => eb.fn.countAll().as('n'))
+      .executeTakeFirstOrThrow();
+    console.log(
+      `\n## ${engine}: ${EVENTS.toLocaleString('en')} events seeded in ${((Date.now() - seedStart) / 1000).toFixed(0)} s; ${Number(rollupRows.n).toLocaleString('en')} rollup rows`,
+    );
+    console.log(`| query | p50 ms | p95 ms | plain GROUP BY p50 | p95 | ratio (p50) |`);
+    console.log(`|---|---:|---:|---:|---:|---:|`);
+    for (const c of CASES) {
+      const served = await time(RUNS, () => buildReport({ ctx, input: c.input }));
+      const raw = await time(RAW_RUNS, () =>
+        buildReport({ ctx, input: c.input, options: { forceRaw: true } }),
+      );
+      const ratio = raw.p50 / served.p50;
+      console.log(
+        `| ${c.label} | ${fmt(served.p50)} | ${fmt(served.p95)} | ${fmt(raw.p50)} | ${fmt(raw.p95)} | ${ratio.toFixed(1)}× |`,
+      );
+    }
+    const exportInput = report('export', 'agent,day', '30d', 'hours_saved').input;
+    const exported = await time(Math.min(RUNS, 5), () => exportRows(ctx, exportInput));
+    console.log(
+      `| export agent,day 30d (CSV, streamed) | ${fmt(exported.p50)} | ${fmt(exported.p95)} | | | |`,
+    );
+    const usage = await time(RUNS, () => getUsage({ ctx }));
+    console.log(`| usage | ${fmt(usage.p50)} | ${fmt(usage.p95)} | | | |`);
+
+    const big = report('export', 'agent,task_type,week', '90d', 'hours_saved').input;
+    let written = { rows: 0, bytes: 0 };
+    const streamed = await peakRss(async () => {
+      written = await exportRows(ctx, big);
+    });
+    const materialised = await peakRss(() => buildReport({ ctx, input: big }));
+    console.log(
+      `\nexport agent,task_type,week 90d: ${written.rows.toLocaleString('en')} rows, ${(written.bytes / 2 ** 20).toFixed(1)} MiB CSV; ` +
+        `peak RSS +${streamed.toFixed(0)} MiB streamed (the same report built in memory: +${materialised.toFixed(0)} MiB)`,
+    );
+  } finally {
+    await storage.close();
+    await cleanup();
+  }
+}
+
+const engines: Engine[] = process.env.BENCH_ENGINES
+  ? (process.env.BENCH_ENGINES.split(',') as Engine[])
+  : ['sqlite', 'postgres'];
+for (const engine of engines) await run(engine);

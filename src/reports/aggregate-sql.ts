@@ -1,0 +1,155 @@
+import { sql, type RawBuilder } from 'kysely';
+import type { DbOrTrx, Engine } from '../storage/db.js';
+import type { Dimension, Metric, ReportFilters } from './params.js';
+import type { Source } from './plan.js';
+import { ALL_OUTCOMES } from './rollups.js';
+
+/** One aggregated row as the database returns it: g0…gN are the group values in group_by order. */
+export type AggregateRow = Record<string, string | number | null> & {
+  events: number;
+  h: number;
+  c: number;
+  a: number;
+  total_groups: number;
+};
+
+export interface AggregateSpec {
+  engine: Engine;
+  orgId: string;
+  groupBy: readonly Dimension[];
+  filters: ReportFilters;
+  sources: readonly Source[];
+  sort: Metric;
+  top: number | null;
+}
+
+type Side = Source['kind'];
+
+function dayNumber(side: Side): RawBuilder<number> {
+  return side === 'rollup' ? sql<number>`day` : sql<number>`(occurred_at / ${sql.lit(86_400_000)})`;
+}
+
+/** A dimension's value on one side of the union; time buckets are epoch-day numbers or 'YYYY-MM'. */
+function dimension(dim: Dimension, side: Side, engine: Engine): RawBuilder<unknown> {
+  const day = dayNumber(side);
+  switch (dim) {
+    case 'agent':
+      return side === 'rollup' ? sql`key` : sql`agent_id`;
+    case 'task_type':
+      return side === 'rollup' ? sql`key` : sql`task_type`;
+    case 'client':
+      return side === 'rollup' ? sql`CASE WHEN key = '' THEN NULL ELSE substr(key, 2) END` : sql`client_id`;
+    case 'day':
+      return day;
+    case 'week':
+      // Epoch day 0 was a Thursday: day − (day + 3) mod 7 is the Monday of its ISO week.
+      return sql`(${day} - ((${day} + 3) % 7))`;
+    case 'month':
+      return engine === 'sqlite'
+        ? sql`strftime('%Y-%m', ${day} * 86400, 'unixepoch')`
+        : sql`to_char(to_timestamp(${day} * 86400) AT TIME ZONE 'UTC', 'YYYY-MM')`;
+  }
+}
+
+/** JSON texts a metadata value may have to equal the query's VALUE: the string, or a number/boolean. */
+function metadataCandidates(value: string): string[] {
+  const texts = [JSON.stringify(value)];
+  if (value === 'true' || value === 'false') texts.push(value);
+  else if (/^-?\d+(\.\d+)?([eE][+-]?\d+)?$/.test(value)) texts.push(JSON.stringify(Number(value)));
+  return texts;
+}
+
+function rawConditions(spec: AggregateSpec, from: number, to: number): RawBuilder<unknown>[] {
+  const { filters } = spec;
+  const where: RawBuilder<unknown>[] = [
+    sql`org_id = ${spec.orgId}`,
+    sql`occurred_at >= ${from}`,
+    sql`occurred_at < ${to}`,
+  ];
+  if (filters.agentId !== undefined) where.push(sql`agent_id = ${filters.agentId}`);
+  if (filters.taskType !== undefined) where.push(sql`task_type = ${filters.taskType}`);
+  if (filters.clientId !== undefined) where.push(sql`client_id = ${filters.clientId}`);
+  if (filters.outcome !== undefined) where.push(sql`outcome = ${filters.outcome}`);
+  for (const [key, value] of filters.metadata) {
+    const field =
+      spec.engine === 'sqlite' ? sql`(metadata -> ${key})` : sql`((metadata::jsonb -> ${key}::text)::text)`;
+    where.push(sql`${field} IN (${sql.join(metadataCandidates(value))})`);
+  }
+  return where;
+}
+
+/**
+ * SQLite's planner likes to walk events_org_agent to save a sort for GROUP BY agent_id, which
+ * reads every event of the organisation in random order; the time index reads only the window.
+ * An agent or task type filter narrows better through its own index, so the planner keeps those.
+ */
+function rawIndex(spec: AggregateSpec): RawBuilder<unknown> {
+  const narrowed = spec.filters.agentId !== undefined || spec.filters.taskType !== undefined;
+  return spec.engine === 'sqlite' && !narrowed ? sql` INDEXED BY events_org_occurred` : sql``;
+}
+
+function sideQuery(spec: AggregateSpec, source: Source): RawBuilder<unknown> {
+  const groups = spec.groupBy.map(
+    (d, i) => sql`${dimension(d, source.kind, spec.engine)} AS ${sql.ref(`g${i}`)}`,
+  );
+  const positions = spec.groupBy.map((_, i) => sql.lit(i + 1));
+  const groupBy = positions.length > 0 ? sql` GROUP BY ${sql.join(positions)}` : sql``;
+  if (source.kind === 'raw') {
+    const metrics = sql`COUNT(*) AS events, SUM(hours_saved_micros) AS h, SUM(cost_saved_micros) AS c, SUM(COALESCE(agent_cost_micros, 0)) AS a`;
+    const where = sql.join(rawConditions(spec, source.from, source.to), sql` AND `);
+    return sql`SELECT ${sql.join([...groups, metrics])} FROM events${rawIndex(spec)} WHERE ${where}${groupBy}`;
+  }
+  const where = [
+    sql`org_id = ${spec.orgId}`,
+    sql`grain = ${source.grain}`,
+    sql`day >= ${source.fromDay}`,
+    sql`day < ${source.toDay}`,
+  ];
+  if (source.key !== null) where.push(sql`key = ${source.key}`);
+  where.push(sql`outcome = ${spec.filters.outcome ?? ALL_OUTCOMES}`);
+  const metrics = sql`SUM(events) AS events, SUM(hours_saved_micros) AS h, SUM(cost_saved_micros) AS c, SUM(agent_cost_micros) AS a`;
+  return sql`SELECT ${sql.join([...groups, metrics])} FROM report_rollups WHERE ${sql.join(where, sql` AND `)}${groupBy}`;
+}
+
+const METRIC_SQL: Record<Metric, RawBuilder<number>> = {
+  events: sql`SUM(u.events)`,
+  hours_saved: sql`SUM(u.h)`,
+  cost_saved: sql`SUM(u.c)`,
+  agent_cost: sql`SUM(u.a)`,
+  net_saved: sql`(SUM(u.c) - SUM(u.a))`,
+};
+
+const TEXT_DIMENSIONS: readonly Dimension[] = ['agent', 'task_type', 'client', 'month'];
+
+/**
+ * The report as one SELECT: the sources' partial aggregates, merged by group, sorted by the
+ * metric descending and then by the group values ascending (byte order, no client last), with
+ * the number of groups before `top` alongside every row. A query builder, so it can stream.
+ */
+export function aggregateQuery(db: DbOrTrx, spec: AggregateSpec) {
+  const union = sql.join(
+    spec.sources.map((s) => sideQuery(spec, s)),
+    sql` UNION ALL `,
+  );
+  const groups = spec.groupBy.map((_, i) => sql.ref(`u.g${i}`));
+  const tieBreaks = spec.groupBy.map((d, i) => {
+    const ref = sql.ref(`u.g${i}`);
+    const collated =
+      spec.engine === 'postgres' && TEXT_DIMENSIONS.includes(d) ? sql`${ref} COLLATE "C"` : ref;
+    return sql`${collated} ASC NULLS LAST`;
+  });
+  let query = db
+    .selectFrom(sql`(${union})`.as('u'))
+    .select(spec.groupBy.map((_, i) => sql.ref(`u.g${i}`).as(`g${i}`)))
+    .select([
+      METRIC_SQL.events.as('events'),
+      METRIC_SQL.hours_saved.as('h'),
+      METRIC_SQL.cost_saved.as('c'),
+      METRIC_SQL.agent_cost.as('a'),
+      sql<number>`COUNT(*) OVER ()`.as('total_groups'),
+    ])
+    .orderBy(sql`${METRIC_SQL[spec.sort]} DESC, ${sql.join(tieBreaks)}`);
+  if (groups.length > 0) query = query.groupBy(groups);
+  if (spec.top !== null) query = query.limit(spec.top);
+  return query.$castTo<AggregateRow>();
+}

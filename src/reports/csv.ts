@@ -1,0 +1,54 @@
+import { GROUP_KEY, type Dimension } from './params.js';
+import type { ReportRow } from './report.js';
+
+export const METRIC_COLUMNS = ['events', 'hours_saved', 'cost_saved', 'agent_cost', 'net_saved'] as const;
+
+// A spreadsheet runs a cell that starts like a formula; a leading ' makes it plain text.
+const FORMULA_START = /^[=+\-@\t\r]/;
+
+/** One RFC 4180 cell. Text is neutralised against formula injection; numbers never are. */
+export function csvCell(value: string | number | null): string {
+  if (value === null) return '';
+  if (typeof value === 'number') return String(value);
+  const text = FORMULA_START.test(value) ? `'${value}` : value;
+  return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+}
+
+export function csvLine(cells: ReadonlyArray<string | number | null>): string {
+  return `${cells.map(csvCell).join(',')}\r\n`;
+}
+
+/** Header of a grouped report: group keys in group_by order, then the metrics (DESIGN §7). */
+export function csvHeader(groupBy: readonly Dimension[], leading: readonly string[] = []): string {
+  return csvLine([...leading, ...groupBy.map((d) => GROUP_KEY[d]), ...METRIC_COLUMNS]);
+}
+
+export function csvRow(
+  groupBy: readonly Dimension[],
+  row: ReportRow,
+  leading: ReadonlyArray<string | number> = [],
+): string {
+  return csvLine([
+    ...leading,
+    ...groupBy.map((d) => row.group[GROUP_KEY[d]] ?? null),
+    ...METRIC_COLUMNS.map((m) => row[m]),
+  ]);
+}
+
+/** A whole CSV document, header first, for exports of any size. */
+export async function* csvDocument(
+  groupBy: readonly Dimension[],
+  rows: AsyncIterable<ReportRow>,
+): AsyncGenerator<string> {
+  yield csvHeader(groupBy);
+  // Lines go out in batches: one write per row would dominate the time of a large export.
+  let batch = '';
+  for await (const row of rows) {
+    batch += csvRow(groupBy, row);
+    if (batch.length >= 64 * 1024) {
+      yield batch;
+      batch = '';
+    }
+  }
+  if (batch !== '') yield batch;
+}

@@ -1,0 +1,122 @@
+import type { OrgCtx } from '../context.js';
+import { fromMicros } from '../money.js';
+import { aggregateQuery, type AggregateRow } from './aggregate-sql.js';
+import { GROUP_KEY, periodRange, type Dimension, type ReportInput } from './params.js';
+import { planSources } from './plan.js';
+import { streamRows } from './stream-rows.js';
+
+export type GroupValue = string | null;
+
+export interface ReportRow {
+  group: Record<string, GroupValue>;
+  events: number;
+  hours_saved: number;
+  cost_saved: number;
+  agent_cost: number;
+  net_saved: number;
+}
+
+export interface ReportMeta {
+  period: string;
+  range: { from: string; to: string };
+  group_by: string[];
+  sort: string;
+  total_groups: number;
+}
+
+const DAY_MS = 86_400_000;
+
+function groupValue(dim: Dimension, value: string | number | null | undefined): GroupValue {
+  if (value === null || value === undefined) return null;
+  // Day and week buckets arrive as epoch-day numbers.
+  if (dim === 'day' || dim === 'week') return new Date(Number(value) * DAY_MS).toISOString().slice(0, 10);
+  return String(value);
+}
+
+/** Money and hours: exact micro-unit sums, shown with at most 6 decimals; net computed in micros. */
+export function toReportRow(groupBy: readonly Dimension[], row: AggregateRow): ReportRow {
+  const group: Record<string, GroupValue> = {};
+  groupBy.forEach((dim, i) => {
+    group[GROUP_KEY[dim]] = groupValue(dim, row[`g${i}`]);
+  });
+  const cost = Number(row.c);
+  const agentCost = Number(row.a);
+  return {
+    group,
+    events: Number(row.events),
+    hours_saved: fromMicros(Number(row.h)),
+    cost_saved: fromMicros(cost),
+    agent_cost: fromMicros(agentCost),
+    net_saved: fromMicros(cost - agentCost),
+  };
+}
+
+async function earliestEvent(ctx: OrgCtx): Promise<number | null> {
+  const row = await ctx.db
+    .selectFrom('events')
+    .select((eb) => eb.fn.min('occurred_at').as('earliest'))
+    .where('org_id', '=', ctx.org.id)
+    .executeTakeFirst();
+  return row?.earliest === null || row?.earliest === undefined ? null : Number(row.earliest);
+}
+
+export interface ReportOptions {
+  /** Answer from raw events only: the plain GROUP BY, for benchmarks and cross-checks. */
+  forceRaw?: boolean;
+}
+
+async function prepare(ctx: OrgCtx, input: ReportInput, options: ReportOptions) {
+  const now = ctx.clock.now().getTime();
+  const range = periodRange(input.period, now, input.period === 'all' ? await earliestEvent(ctx) : null);
+  const query = aggregateQuery(ctx.db, {
+    engine: ctx.engine,
+    orgId: ctx.org.id,
+    groupBy: input.groupBy,
+    filters: input.filters,
+    sources: planSources(range, input.groupBy, input.filters, options),
+    sort: input.sort,
+    top: input.top,
+  });
+  const meta = (totalGroups: number): ReportMeta => ({
+    period: input.period,
+    range: { from: new Date(range.from).toISOString(), to: new Date(range.to).toISOString() },
+    group_by: [...input.groupBy],
+    sort: input.sort,
+    total_groups: totalGroups,
+  });
+  return { query, meta };
+}
+
+/** A grouped report (spec §2.6, DESIGN §7), answered from the rollups plus raw edge events. */
+export async function buildReport({
+  ctx,
+  input,
+  options = {},
+}: {
+  ctx: OrgCtx;
+  input: ReportInput;
+  options?: ReportOptions;
+}) {
+  const { query, meta } = await prepare(ctx, input, options);
+  const rows = await query.execute();
+  const totalGroups = rows[0] === undefined ? 0 : Number(rows[0].total_groups);
+  return {
+    meta: meta(totalGroups),
+    currency: ctx.org.currency,
+    rows: rows.map((row) => toReportRow(input.groupBy, row)),
+  };
+}
+
+export type Report = Awaited<ReturnType<typeof buildReport>>;
+
+/** The same rows as `buildReport`, one at a time, for exports of any size. */
+export async function* streamReport({
+  ctx,
+  input,
+}: {
+  ctx: OrgCtx;
+  input: ReportInput;
+}): AsyncGenerator<ReportRow> {
+  const { query } = await prepare(ctx, input, {});
+  for await (const row of streamRows(ctx.db, ctx.engine, query)) yield toReportRow(input.groupBy, row);
+}

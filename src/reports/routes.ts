@@ -1,0 +1,115 @@
+import { Readable } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import { Type } from '@sinclair/typebox';
+import { getUsage } from '../billing/usage.js';
+import { orgCtx } from '../http/app-types.js';
+import { errorResponses } from '../http/schemas.js';
+import { csvDocument, csvHeader, csvRow } from './csv.js';
+import { reportInput, type ReportQueryString } from './input.js';
+import type { Metric } from './params.js';
+import { buildReport, streamReport } from './report.js';
+import {
+  ExportQuery,
+  GroupedQuery,
+  LeaderboardQuery,
+  LeaderboardSchema,
+  ReportSchema,
+  UsageQuery,
+  UsageSchema,
+} from './schema.js';
+
+const CSV_TYPE = 'text/csv; charset=utf-8';
+type Query = ReportQueryString & { format?: 'json' | 'csv' };
+
+function groupedRoute(app: FastifyInstance, path: string, sort: Metric, summary: string): void {
+  app.get<{ Querystring: Query }>(
+    path,
+    {
+      config: { plan: 'pro' },
+      schema: {
+        tags: ['reports'],
+        summary,
+        querystring: GroupedQuery,
+        response: { 200: ReportSchema, ...errorResponses },
+      },
+    },
+    async (request, reply) => {
+      const input = reportInput(request.query, { sort });
+      const report = await buildReport({ ctx: orgCtx(app, request), input });
+      if (request.query.format !== 'csv') return report;
+      const body = csvHeader(input.groupBy) + report.rows.map((row) => csvRow(input.groupBy, row)).join('');
+      return reply.type(CSV_TYPE).send(body);
+    },
+  );
+}
+
+export function registerReportRoutes(app: FastifyInstance): void {
+  groupedRoute(app, '/v1/reports/time-saved', 'hours_saved', 'Hours and money saved, grouped');
+  groupedRoute(app, '/v1/reports/cost-saved', 'cost_saved', 'Money saved, agent cost and net saved, grouped');
+
+  app.get<{ Querystring: Query }>(
+    '/v1/reports/leaderboard',
+    {
+      config: { plan: 'pro' },
+      schema: {
+        tags: ['reports'],
+        summary: 'Agents ranked by one metric',
+        querystring: LeaderboardQuery,
+        response: { 200: LeaderboardSchema, ...errorResponses },
+      },
+    },
+    async (request, reply) => {
+      const input = reportInput(request.query, { sort: 'hours_saved', groupBy: ['agent'] });
+      const report = await buildReport({ ctx: orgCtx(app, request), input });
+      const rows = report.rows.map((row, i) => ({ rank: i + 1, ...row }));
+      if (request.query.format !== 'csv') return { ...report, rows };
+      const body =
+        csvHeader(input.groupBy, ['rank']) +
+        rows.map((row) => csvRow(input.groupBy, row, [row.rank])).join('');
+      return reply.type(CSV_TYPE).send(body);
+    },
+  );
+
+  app.get<{ Querystring: Query }>(
+    '/v1/reports/export',
+    {
+      config: { plan: 'pro' },
+      schema: {
+        tags: ['reports'],
+        summary: 'The time-saved report as a streamed CSV download',
+        querystring: ExportQuery,
+        produces: ['text/csv'],
+        response: { 200: Type.String({ description: 'CSV document (RFC 4180, UTF-8)' }), ...errorResponses },
+      },
+    },
+    async (request, reply) => {
+      const ctx = orgCtx(app, request);
+      const input = reportInput(request.query, { sort: 'hours_saved' });
+      const stamp = ctx.clock.now().toISOString().slice(0, 10).replaceAll('-', '');
+      // Rows leave as the database produces them: memory stays flat however large the export.
+      const rows = streamReport({ ctx, input });
+      const first = await rows.next();
+      async function* all() {
+        if (!first.done) yield first.value;
+        yield* rows;
+      }
+      return reply
+        .type(CSV_TYPE)
+        .header('Content-Disposition', `attachment; filename="tally-export-${input.period}-${stamp}.csv"`)
+        .send(Readable.from(csvDocument(input.groupBy, all())));
+    },
+  );
+
+  app.get(
+    '/v1/reports/usage',
+    {
+      schema: {
+        tags: ['reports'],
+        summary: 'Events this month, included, overage and the projected overage charge',
+        querystring: UsageQuery,
+        response: { 200: UsageSchema, ...errorResponses },
+      },
+    },
+    async (request) => getUsage({ ctx: orgCtx(app, request) }),
+  );
+}
