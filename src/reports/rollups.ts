@@ -40,7 +40,8 @@ export function rollupDeltas(rows: readonly EventRow[]): Delta[] {
       // Each event counts in its outcome's row and in the all-outcomes row ('*'): reports
       // without an outcome filter read a third of the rows.
       for (const outcome of [ALL_OUTCOMES, row.outcome]) {
-        const id = `${grain}\u0001${day}\u0001${key}\u0001${outcome}`;
+        // A batch can hold several organisations' events (group commit): the org is part of the key.
+        const id = `${row.org_id}\u0001${grain}\u0001${day}\u0001${key}\u0001${outcome}`;
         let delta = byKey.get(id);
         if (!delta) {
           delta = {
@@ -63,7 +64,8 @@ export function rollupDeltas(rows: readonly EventRow[]): Delta[] {
       }
     }
   }
-  return [...byKey.values()];
+  // Sorted so that concurrent transactions lock the rows they share in the same order.
+  return [...byKey.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, delta]) => delta);
 }
 
 // 9 columns per row stays well under SQLite's and PostgreSQL's bound-parameter limits.
