@@ -47,7 +47,7 @@ async function tally(engine: 'sqlite' | 'postgres') {
       enterprise: { ...DEFAULT_PLANS.enterprise, track_rate_per_second: 10_000_000 },
     },
   };
-  const storage = openStorage(url, { schema, poolSize: 10 });
+  const storage = openStorage(url, { schema });
   await migrateToLatest(storage.db);
   const ctx = { db: storage.db, engine: storage.engine, clock: systemClock, config };
   const { api_key: apiKey } = await createOrganization({ ctx, input: { name: 'bench', plan: 'enterprise' } });

@@ -2,7 +2,6 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { ServiceCtx } from '../context.js';
 import { AppError, notFound } from '../errors.js';
 import { randomAlnum } from '../ids.js';
-import type { CompiledQuery } from 'kysely';
 import type { DbOrTrx } from '../storage/db.js';
 import type { ApiKeyRow } from '../storage/schema.js';
 import { organizationFromRow, type Organization } from './organizations.js';
@@ -79,35 +78,65 @@ export async function revokeApiKey({ ctx, keyId }: { ctx: ServiceCtx; keyId: str
   return keyView(row);
 }
 
-function keyWithOrganizationQuery(db: DbOrTrx, keyId: string) {
+function keysWithOrganizationQuery(db: DbOrTrx, keyIds: string[]) {
   return db
     .selectFrom('api_keys')
     .innerJoin('organizations', 'organizations.id', 'api_keys.org_id')
     .selectAll('organizations')
     .select(['api_keys.id as key_id', 'api_keys.key_hash', 'api_keys.revoked_at'])
-    .where('api_keys.id', '=', keyId);
+    .where('api_keys.id', 'in', keyIds);
 }
 
 type KeyWithOrganization = Awaited<
-  ReturnType<ReturnType<typeof keyWithOrganizationQuery>['executeTakeFirst']>
->;
-const compiledLookups = new WeakMap<DbOrTrx, CompiledQuery>();
+  ReturnType<ReturnType<typeof keysWithOrganizationQuery>['execute']>
+>[number];
+
+interface Waiting {
+  resolve(row: KeyWithOrganization | undefined): void;
+  reject(error: unknown): void;
+}
 
 /**
- * Runs on every request: the query is built and compiled once per database handle, then run
- * with the key id as its only parameter.
+ * Every request looks its key up. Lookups made in the same turn of the event loop are answered
+ * by one query (`WHERE id IN (…)`): one round trip per turn instead of one per request, and,
+ * unlike a cache, a revoked key or a changed plan counts from the very next request.
  */
-async function findKeyWithOrganization(db: DbOrTrx, keyId: string): Promise<KeyWithOrganization> {
-  let compiled = compiledLookups.get(db);
-  if (!compiled) {
-    compiled = keyWithOrganizationQuery(db, '').compile();
-    compiledLookups.set(db, compiled);
+class KeyLookup {
+  private waiting = new Map<string, Waiting[]>();
+
+  constructor(private readonly db: DbOrTrx) {}
+
+  find(keyId: string): Promise<KeyWithOrganization | undefined> {
+    return new Promise((resolve, reject) => {
+      const queue = this.waiting.get(keyId);
+      if (queue) queue.push({ resolve, reject });
+      else this.waiting.set(keyId, [{ resolve, reject }]);
+      if (this.waiting.size === 1 && queue === undefined) setImmediate(() => void this.flush());
+    });
   }
-  const result = await db.executeQuery<NonNullable<KeyWithOrganization>>({
-    ...compiled,
-    parameters: [keyId],
-  });
-  return result.rows[0];
+
+  private async flush(): Promise<void> {
+    const batch = this.waiting;
+    this.waiting = new Map();
+    try {
+      const rows = await keysWithOrganizationQuery(this.db, [...batch.keys()]).execute();
+      const byId = new Map(rows.map((row) => [row.key_id, row]));
+      for (const [keyId, queue] of batch) for (const w of queue) w.resolve(byId.get(keyId));
+    } catch (error) {
+      for (const queue of batch.values()) for (const w of queue) w.reject(error);
+    }
+  }
+}
+
+const lookups = new WeakMap<DbOrTrx, KeyLookup>();
+
+function findKeyWithOrganization(db: DbOrTrx, keyId: string): Promise<KeyWithOrganization | undefined> {
+  let lookup = lookups.get(db);
+  if (!lookup) {
+    lookup = new KeyLookup(db);
+    lookups.set(db, lookup);
+  }
+  return lookup.find(keyId);
 }
 
 export interface Authenticated {

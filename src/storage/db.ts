@@ -46,7 +46,7 @@ export function openStorage(url: string, options: OpenOptions = {}): Storage {
   }
   const pool = new pg.Pool({
     connectionString: url,
-    max: options.poolSize ?? 10,
+    max: options.poolSize ?? 20,
     connectionTimeoutMillis: 5000,
     ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
   });
