@@ -1,3 +1,4 @@
+import { PostgresAdapter } from 'kysely';
 import type { Db } from '../storage/db.js';
 import type { TrackJob, TrackResult } from './job.js';
 import { processBatch } from './pipeline.js';
@@ -27,43 +28,53 @@ function isRetryable(error: unknown): boolean {
  */
 export class TrackBatcher {
   private queue: Pending[] = [];
-  private running = false;
+  private inFlight = 0;
+  private scheduled = false;
 
-  constructor(private readonly db: Db) {}
+  /** `maxInFlight`: transactions open at once (1 on SQLite, which has one connection). */
+  constructor(
+    private readonly db: Db,
+    private readonly maxInFlight = 1,
+  ) {}
 
   submit(job: TrackJob): Promise<TrackResult> {
     return new Promise<TrackResult>((resolve, reject) => {
       this.queue.push({ job, resolve, reject });
-      if (!this.running) {
-        // Start on the next turn of the event loop, so calls arriving together share a batch.
-        this.running = true;
-        setImmediate(() => void this.drain());
-      }
+      this.schedule();
     });
   }
 
-  private async drain(): Promise<void> {
+  /** Starts a batch on the next turn of the event loop, so calls arriving together share it. */
+  private schedule(): void {
+    if (this.scheduled || this.inFlight >= this.maxInFlight || this.queue.length === 0) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      if (this.inFlight >= this.maxInFlight || this.queue.length === 0) return;
+      this.inFlight += 1;
+      void this.run(this.queue.splice(0, MAX_BATCH)).finally(() => {
+        this.inFlight -= 1;
+        this.schedule();
+      });
+      this.schedule();
+    });
+  }
+
+  private async run(batch: Pending[]): Promise<void> {
+    let outcomes;
     try {
-      while (this.queue.length > 0) {
-        const batch = this.queue.splice(0, MAX_BATCH);
-        let outcomes;
-        try {
-          outcomes = await this.commit(batch.map((p) => p.job));
-        } catch (error) {
-          for (const p of batch) p.reject(error);
-          continue;
-        }
-        batch.forEach((p, i) => {
-          const outcome = outcomes[i];
-          if (outcome === undefined) p.reject(new Error('no outcome for a tracked event'));
-          else if ('ok' in outcome) p.resolve(outcome.ok);
-          else if ('error' in outcome) p.reject(outcome.error);
-          else this.queue.push(p);
-        });
-      }
-    } finally {
-      this.running = false;
+      outcomes = await this.commit(batch.map((p) => p.job));
+    } catch (error) {
+      for (const p of batch) p.reject(error);
+      return;
     }
+    batch.forEach((p, i) => {
+      const outcome = outcomes[i];
+      if (outcome === undefined) p.reject(new Error('no outcome for a tracked event'));
+      else if ('ok' in outcome) p.resolve(outcome.ok);
+      else if ('error' in outcome) p.reject(outcome.error);
+      else this.queue.push(p);
+    });
   }
 
   /** A transaction that raced another instance's may be aborted; run it again then. */
@@ -84,7 +95,9 @@ const batchers = new WeakMap<Db, TrackBatcher>();
 export function batcherFor(db: Db): TrackBatcher {
   let batcher = batchers.get(db);
   if (!batcher) {
-    batcher = new TrackBatcher(db);
+    // PostgreSQL: a few transactions overlap, so one waiting on its commit does not idle the rest.
+    const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+    batcher = new TrackBatcher(db, postgres ? 3 : 1);
     batchers.set(db, batcher);
   }
   return batcher;

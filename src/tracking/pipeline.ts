@@ -90,7 +90,7 @@ export async function processBatch(db: DbOrTrx, jobs: TrackJob[]): Promise<JobOu
   }
   live = live.filter((l) => outcomes[l.index] === undefined);
 
-  live = await applyQuota(db, live, outcomes);
+  live = await applyQuota(db, live, outcomes, 'capped');
 
   const rows = live.map((l) => eventRow(l.job, l.baseline));
   for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
@@ -100,6 +100,7 @@ export async function processBatch(db: DbOrTrx, jobs: TrackJob[]): Promise<JobOu
       .execute();
   }
   const newAgents = await recordAgents(db, rows);
+  await applyQuota(db, live, outcomes, 'uncapped');
   const created = live.map((l, i) => {
     const row = rows[i] as EventRow;
     const event = eventView(row);
@@ -140,13 +141,27 @@ async function answerReplays(db: DbOrTrx, live: Live[], outcomes: JobOutcome[]):
   return live.filter((l) => outcomes[l.index] === undefined);
 }
 
-/** Counts the batch per organisation and month; calls past a hard cap get quota_exceeded. */
-async function applyQuota(db: DbOrTrx, live: Live[], outcomes: JobOutcome[]): Promise<Live[]> {
-  for (const group of groupBy(live, (l) => `${l.job.ctx.org.id} ${usageMonth(l.job.receivedAt)}`).values()) {
+/**
+ * Counts the batch per organisation and month; calls past a hard cap get quota_exceeded.
+ * Capped plans are counted before the events are written (the count decides which get in);
+ * the others last, because the counter row stays locked until commit and other transactions
+ * of the organisation wait for it.
+ */
+async function applyQuota(
+  db: DbOrTrx,
+  live: Live[],
+  outcomes: JobOutcome[],
+  phase: 'capped' | 'uncapped',
+): Promise<Live[]> {
+  const groups = [...groupBy(live, (l) => `${l.job.ctx.org.id} ${usageMonth(l.job.receivedAt)}`)].sort(
+    ([a], [b]) => (a < b ? -1 : 1),
+  );
+  for (const [, group] of groups) {
     const first = group[0];
     if (!first) continue;
     const { org, config } = first.job.ctx;
     const plan = config.plans[org.plan];
+    if (plan.hard_cap !== (phase === 'capped')) continue;
     const cap = plan.hard_cap ? plan.included_events_per_month : null;
     const admitted = await countEvents(db, org.id, usageMonth(first.job.receivedAt), group.length, cap);
     for (const l of group.slice(admitted)) {
