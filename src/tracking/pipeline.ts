@@ -100,7 +100,6 @@ export async function processBatch(db: DbOrTrx, jobs: TrackJob[]): Promise<JobOu
       .execute();
   }
   const newAgents = await recordAgents(db, rows);
-  await applyQuota(db, live, outcomes, 'uncapped');
   const created = live.map((l, i) => {
     const row = rows[i] as EventRow;
     const event = eventView(row);
@@ -108,6 +107,8 @@ export async function processBatch(db: DbOrTrx, jobs: TrackJob[]): Promise<JobOu
     return { ctx: { ...l.job.ctx, db }, row, event, isNewAgent: newAgents.has(row.id) };
   });
   await onEventsCreated(db, created);
+  // Last, like the rollups: the counter row is shared by every transaction of the organisation.
+  await applyQuota(db, live, outcomes, 'uncapped');
   return outcomes;
 }
 

@@ -21,9 +21,10 @@ export interface EventCreated {
  * transaction; `created` holds the batch's new events in order. Features add their call here.
  */
 export async function onEventsCreated(db: DbOrTrx, created: EventCreated[]): Promise<void> {
+  await enqueueEventMessages(db, created);
+  // Last: rollup rows are shared with concurrent transactions and stay locked until commit.
   await recordRollups(
     db,
     created.map((c) => c.row),
   );
-  await enqueueEventMessages(db, created);
 }
