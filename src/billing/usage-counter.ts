@@ -7,8 +7,10 @@ export function usageMonth(at: Date): string {
 
 /**
  * Adds `n` events to the organisation's month and returns how many fit under `cap` (null = no
- * cap); the rest are refused and not counted. The upsert takes the row lock first, so
- * concurrent writers (several instances on PostgreSQL) are serialised on it.
+ * cap); the rest are refused and not counted. Without a cap the events go to the caller's
+ * `shard` (row), so concurrent transactions do not wait for each other. With a cap they all
+ * go to shard 0, whose row lock serialises competing writers, and the total over the shards
+ * decides (shards from before a change to a capped plan count too).
  */
 export async function countEvents(
   db: DbOrTrx,
@@ -16,23 +18,38 @@ export async function countEvents(
   month: string,
   n: number,
   cap: number | null,
+  shard = 0,
 ): Promise<number> {
-  const row = await db
+  await db
     .insertInto('usage_monthly')
-    .values({ org_id: orgId, month, events: n })
+    .values({ org_id: orgId, month, shard: cap === null ? shard : 0, events: n })
     .onConflict((oc) =>
-      oc.columns(['org_id', 'month']).doUpdateSet((eb) => ({ events: eb('usage_monthly.events', '+', n) })),
+      oc
+        .columns(['org_id', 'month', 'shard'])
+        .doUpdateSet((eb) => ({ events: eb('usage_monthly.events', '+', n) })),
     )
-    .returning('events')
-    .executeTakeFirstOrThrow();
-  const after = Number(row.events);
-  if (cap === null || after <= cap) return n;
+    .execute();
+  if (cap === null) return n;
+  const after = await monthEvents(db, orgId, month);
+  if (after <= cap) return n;
   const refused = Math.min(n, after - cap);
   await db
     .updateTable('usage_monthly')
     .set((eb) => ({ events: eb('events', '-', refused) }))
     .where('org_id', '=', orgId)
     .where('month', '=', month)
+    .where('shard', '=', 0)
     .execute();
   return n - refused;
+}
+
+/** Events counted for the organisation in `month`, over all shards. */
+export async function monthEvents(db: DbOrTrx, orgId: string, month: string): Promise<number> {
+  const row = await db
+    .selectFrom('usage_monthly')
+    .select((eb) => eb.fn.sum<number>('events').as('events'))
+    .where('org_id', '=', orgId)
+    .where('month', '=', month)
+    .executeTakeFirst();
+  return Number(row?.events ?? 0);
 }

@@ -11,7 +11,8 @@ export async function getUsage({ ctx }: { ctx: OrgCtx }) {
     .select(['month', 'events'])
     .where('org_id', '=', ctx.org.id)
     .execute();
-  const thisMonth = Number(rows.find((r) => r.month === month)?.events ?? 0);
+  // A month may span several rows (shards): sum them.
+  const thisMonth = rows.filter((r) => r.month === month).reduce((sum, r) => sum + Number(r.events), 0);
   const lifetime = rows.reduce((sum, r) => sum + Number(r.events), 0);
   const plan = ctx.config.plans[ctx.org.plan];
   const included = plan.included_events_per_month;

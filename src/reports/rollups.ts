@@ -15,7 +15,7 @@ export function clientKey(clientId: string | null): string {
   return clientId === null ? '' : `c${clientId}`;
 }
 
-type Delta = ReportRollupsTable;
+type Delta = Omit<ReportRollupsTable, 'shard'> & { shard: number };
 
 function keyOf(row: EventRow, grain: Grain): string {
   switch (grain) {
@@ -31,7 +31,7 @@ function keyOf(row: EventRow, grain: Grain): string {
 }
 
 /** The rollup increments of some events, merged by rollup key (one delta per key). */
-export function rollupDeltas(rows: readonly EventRow[]): Delta[] {
+export function rollupDeltas(rows: readonly EventRow[], shard = 0): Delta[] {
   const byKey = new Map<string, Delta>();
   for (const row of rows) {
     const day = Math.floor(Number(row.occurred_at) / DAY_MS);
@@ -50,6 +50,7 @@ export function rollupDeltas(rows: readonly EventRow[]): Delta[] {
             day,
             key,
             outcome,
+            shard,
             events: 0,
             hours_saved_micros: 0,
             cost_saved_micros: 0,
@@ -78,7 +79,7 @@ export async function applyRollupDeltas(db: DbOrTrx, deltas: readonly Delta[]): 
       .insertInto('report_rollups')
       .values(deltas.slice(i, i + CHUNK))
       .onConflict((oc) =>
-        oc.columns(['org_id', 'grain', 'day', 'key', 'outcome']).doUpdateSet((eb) => ({
+        oc.columns(['org_id', 'grain', 'day', 'key', 'outcome', 'shard']).doUpdateSet((eb) => ({
           events: eb('report_rollups.events', '+', eb.ref('excluded.events')),
           hours_saved_micros: eb(
             'report_rollups.hours_saved_micros',
@@ -102,6 +103,6 @@ export async function applyRollupDeltas(db: DbOrTrx, deltas: readonly Delta[]): 
 }
 
 /** Keeps the rollups exact for events being created in the open transaction `db`. */
-export async function recordRollups(db: DbOrTrx, rows: readonly EventRow[]): Promise<void> {
-  await applyRollupDeltas(db, rollupDeltas(rows));
+export async function recordRollups(db: DbOrTrx, rows: readonly EventRow[], shard = 0): Promise<void> {
+  await applyRollupDeltas(db, rollupDeltas(rows, shard));
 }

@@ -1,4 +1,4 @@
-import type { Insertable, Selectable, Updateable } from 'kysely';
+import type { Generated, Insertable, Selectable, Updateable } from 'kysely';
 
 /**
  * Table types shared by both engines. Times are epoch milliseconds (bigint), hours and money
@@ -97,6 +97,7 @@ export interface IdempotencyKeysTable {
 export interface UsageMonthlyTable {
   org_id: string;
   month: string;
+  shard: Generated<number>;
   events: number;
 }
 
@@ -114,6 +115,7 @@ export interface ReportRollupsTable {
   day: number;
   key: string;
   outcome: string;
+  shard: Generated<number>;
   events: number;
   hours_saved_micros: number;
   cost_saved_micros: number;

@@ -30,12 +30,16 @@ export class TrackBatcher {
   private queue: Pending[] = [];
   private inFlight = 0;
   private scheduled = false;
+  /** Slots of the open transactions; a transaction's slot is the shard of its shared counters. */
+  private freeSlots: number[];
 
   /** `maxInFlight`: transactions open at once (1 on SQLite, which has one connection). */
   constructor(
     private readonly db: Db,
     private readonly maxInFlight = 1,
-  ) {}
+  ) {
+    this.freeSlots = Array.from({ length: maxInFlight }, (_, i) => i);
+  }
 
   submit(job: TrackJob): Promise<TrackResult> {
     return new Promise<TrackResult>((resolve, reject) => {
@@ -50,20 +54,28 @@ export class TrackBatcher {
     this.scheduled = true;
     setImmediate(() => {
       this.scheduled = false;
-      if (this.inFlight >= this.maxInFlight || this.queue.length === 0) return;
+      const slot = this.freeSlots.shift();
+      if (slot === undefined || this.queue.length === 0) {
+        if (slot !== undefined) this.freeSlots.unshift(slot);
+        return;
+      }
       this.inFlight += 1;
-      void this.run(this.queue.splice(0, MAX_BATCH)).finally(() => {
+      void this.run(this.queue.splice(0, MAX_BATCH), slot).finally(() => {
         this.inFlight -= 1;
+        this.freeSlots.unshift(slot);
         this.schedule();
       });
       this.schedule();
     });
   }
 
-  private async run(batch: Pending[]): Promise<void> {
+  private async run(batch: Pending[], slot: number): Promise<void> {
     let outcomes;
     try {
-      outcomes = await this.commit(batch.map((p) => p.job));
+      outcomes = await this.commit(
+        batch.map((p) => p.job),
+        slot,
+      );
     } catch (error) {
       for (const p of batch) p.reject(error);
       return;
@@ -78,10 +90,10 @@ export class TrackBatcher {
   }
 
   /** A transaction that raced another instance's may be aborted; run it again then. */
-  private async commit(jobs: TrackJob[]) {
+  private async commit(jobs: TrackJob[], slot: number) {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.db.transaction().execute((trx) => processBatch(trx, jobs));
+        return await this.db.transaction().execute((trx) => processBatch(trx, jobs, slot));
       } catch (error) {
         if (attempt >= 3 || !isRetryable(error)) throw error;
       }

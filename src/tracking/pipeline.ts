@@ -34,7 +34,7 @@ interface Live {
  * order of DESIGN §2: idempotent replay, business rules, quota, then the writes and their side
  * effects. Each job ends with its own outcome; only a database failure fails the batch.
  */
-export async function processBatch(db: DbOrTrx, jobs: TrackJob[]): Promise<JobOutcome[]> {
+export async function processBatch(db: DbOrTrx, jobs: TrackJob[], shard = 0): Promise<JobOutcome[]> {
   const outcomes: JobOutcome[] = new Array<JobOutcome>(jobs.length);
   const orgKey = (job: TrackJob) => `${job.ctx.org.id}\n${job.idempotencyKey ?? ''}`;
 
@@ -106,9 +106,9 @@ export async function processBatch(db: DbOrTrx, jobs: TrackJob[]): Promise<JobOu
     outcomes[l.index] = { ok: { event, replayed: false } };
     return { ctx: { ...l.job.ctx, db }, row, event, isNewAgent: newAgents.has(row.id) };
   });
-  await onEventsCreated(db, created);
+  await onEventsCreated(db, created, shard);
   // Last, like the rollups: the counter row is shared by every transaction of the organisation.
-  await applyQuota(db, live, outcomes, 'uncapped');
+  await applyQuota(db, live, outcomes, 'uncapped', shard);
   return outcomes;
 }
 
@@ -153,6 +153,7 @@ async function applyQuota(
   live: Live[],
   outcomes: JobOutcome[],
   phase: 'capped' | 'uncapped',
+  shard = 0,
 ): Promise<Live[]> {
   const groups = [...groupBy(live, (l) => `${l.job.ctx.org.id} ${usageMonth(l.job.receivedAt)}`)].sort(
     ([a], [b]) => (a < b ? -1 : 1),
@@ -164,7 +165,14 @@ async function applyQuota(
     const plan = config.plans[org.plan];
     if (plan.hard_cap !== (phase === 'capped')) continue;
     const cap = plan.hard_cap ? plan.included_events_per_month : null;
-    const admitted = await countEvents(db, org.id, usageMonth(first.job.receivedAt), group.length, cap);
+    const admitted = await countEvents(
+      db,
+      org.id,
+      usageMonth(first.job.receivedAt),
+      group.length,
+      cap,
+      shard,
+    );
     for (const l of group.slice(admitted)) {
       outcomes[l.index] = {
         error: new AppError(

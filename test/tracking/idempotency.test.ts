@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { monthEvents, usageMonth } from '../../src/billing/usage-counter.js';
 import { createApiKey } from '../../src/orgs/api-keys.js';
 import { ENGINES } from '../support/engines.js';
 import { createHarness, type Harness, type TestOrg } from '../support/harness.js';
@@ -32,13 +33,9 @@ describe.each(ENGINES)('Idempotency-Key on POST /v1/track (%s)', (engine) => {
     return Number(row.n);
   }
 
+  /** Events counted this month, over every shard of the counter. */
   async function usage(orgId: string): Promise<number> {
-    const row = await h.storage.db
-      .selectFrom('usage_monthly')
-      .select('events')
-      .where('org_id', '=', orgId)
-      .executeTakeFirst();
-    return Number(row?.events ?? 0);
+    return monthEvents(h.storage.db, orgId, usageMonth(h.clock.now()));
   }
 
   it('answers a repeat with the original body, 201 and Idempotent-Replayed, creating nothing', async () => {

@@ -3,6 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_PLANS } from '../../src/billing/plans.js';
+import { monthEvents } from '../../src/billing/usage-counter.js';
+import { setPlan } from '../../src/orgs/organizations.js';
 import { ENGINES } from '../support/engines.js';
 import { createHarness, type Harness, type TestOrg } from '../support/harness.js';
 
@@ -69,12 +71,23 @@ describe.each(ENGINES)('Free plan monthly cap (%s)', (engine) => {
     expect(res.statusCode).toBe(207);
     expect(res.json().data.map((d: { status: number }) => d.status)).toEqual([201, 201, 201, 429, 429]);
     expect(res.json().data[3].error.code).toBe('quota_exceeded');
-    const usage = await h.storage.db
-      .selectFrom('usage_monthly')
-      .select('events')
-      .where('org_id', '=', org.id)
-      .executeTakeFirstOrThrow();
-    expect(Number(usage.events)).toBe(3);
+    expect(await monthEvents(h.storage.db, org.id, '2026-11')).toBe(3);
+  });
+
+  it('counts every shard of the month when a paid organisation moves to Free', async () => {
+    h.clock.set('2026-11-15T10:00:00.000Z');
+    const org = await h.createOrg({ plan: 'pro' });
+    // Concurrent calls may be counted by concurrent transactions, in different counter rows.
+    const calls = await Promise.all(Array.from({ length: 6 }, () => track(org)));
+    expect(calls.every((r) => r.statusCode === 201)).toBe(true);
+    expect(await monthEvents(h.storage.db, org.id, '2026-11')).toBe(6);
+    await setPlan({ ctx: h.ctx, id: org.id, plan: 'free' });
+    const refused = await track(org);
+    expect(refused.statusCode).toBe(429);
+    expect(refused.json().error.code).toBe('quota_exceeded');
+    expect(await monthEvents(h.storage.db, org.id, '2026-11')).toBe(6);
+    const usage = await h.request({ method: 'GET', url: '/v1/reports/usage', apiKey: org.apiKey });
+    expect(usage.json()).toMatchObject({ plan: 'free', events_this_month: 6, lifetime_events: 6 });
   });
 
   it('does not cap paid plans', async () => {

@@ -125,8 +125,10 @@ export async function up(db: Kysely<any>): Promise<void> {
     .createTable('usage_monthly')
     .addColumn('org_id', 'text', (c) => c.notNull())
     .addColumn('month', 'text', (c) => c.notNull())
+    // Concurrent tracking transactions count in different shards (rows); usage sums them.
+    .addColumn('shard', 'bigint', (c) => c.notNull().defaultTo(0))
     .addColumn('events', 'bigint', (c) => c.notNull())
-    .addPrimaryKeyConstraint('usage_monthly_pk', ['org_id', 'month'])
+    .addPrimaryKeyConstraint('usage_monthly_pk', ['org_id', 'month', 'shard'])
     .execute();
 
   await db.schema

@@ -5,6 +5,8 @@ import { SqliteAdapter, sql, type Kysely } from 'kysely';
  * grains so that tracking updates all of them in one statement: `all` (key ''), `agent`,
  * `task_type` and `client` (key = 'c' + client_id, or '' when the event has no client). Each
  * event counts in the row of its outcome and in the all-outcomes row (outcome '*').
+ * `shard`: concurrent tracking transactions of one process add to different rows of the same
+ * key, so they do not wait on each other's row locks; reports sum the shards.
  */
 export async function up(db: Kysely<any>): Promise<void> {
   // Reports read rollups by primary-key range; on SQLite a WITHOUT ROWID table keeps each row in
@@ -17,11 +19,12 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('day', 'bigint', (c) => c.notNull())
     .addColumn('key', 'text', (c) => c.notNull())
     .addColumn('outcome', 'text', (c) => c.notNull())
+    .addColumn('shard', 'bigint', (c) => c.notNull().defaultTo(0))
     .addColumn('events', 'bigint', (c) => c.notNull())
     .addColumn('hours_saved_micros', 'bigint', (c) => c.notNull())
     .addColumn('cost_saved_micros', 'bigint', (c) => c.notNull())
     .addColumn('agent_cost_micros', 'bigint', (c) => c.notNull())
-    .addPrimaryKeyConstraint('report_rollups_pk', ['org_id', 'grain', 'day', 'key', 'outcome'])
+    .addPrimaryKeyConstraint('report_rollups_pk', ['org_id', 'grain', 'day', 'key', 'outcome', 'shard'])
     .$call((table) => (clustered ? table.modifyEnd(sql`without rowid`) : table))
     .execute();
 }
