@@ -28,15 +28,16 @@ function isRetryable(error: unknown): boolean {
  */
 export class TrackBatcher {
   private queue: Pending[] = [];
-  private inFlight = 0;
   private scheduled = false;
-  /** Slots of the open transactions; a transaction's slot is the shard of its shared counters. */
+  /**
+   * One slot per transaction that may be open at once (1 on SQLite, which has one connection);
+   * a transaction's slot is the shard of the shared counters it adds to.
+   */
   private freeSlots: number[];
 
-  /** `maxInFlight`: transactions open at once (1 on SQLite, which has one connection). */
   constructor(
     private readonly db: Db,
-    private readonly maxInFlight = 1,
+    maxInFlight = 1,
   ) {
     this.freeSlots = Array.from({ length: maxInFlight }, (_, i) => i);
   }
@@ -50,7 +51,7 @@ export class TrackBatcher {
 
   /** Starts a batch on the next turn of the event loop, so calls arriving together share it. */
   private schedule(): void {
-    if (this.scheduled || this.inFlight >= this.maxInFlight || this.queue.length === 0) return;
+    if (this.scheduled || this.freeSlots.length === 0 || this.queue.length === 0) return;
     this.scheduled = true;
     setImmediate(() => {
       this.scheduled = false;
@@ -59,9 +60,7 @@ export class TrackBatcher {
         if (slot !== undefined) this.freeSlots.unshift(slot);
         return;
       }
-      this.inFlight += 1;
       void this.run(this.queue.splice(0, MAX_BATCH), slot).finally(() => {
-        this.inFlight -= 1;
         this.freeSlots.unshift(slot);
         this.schedule();
       });
