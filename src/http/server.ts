@@ -46,7 +46,6 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     // Our own onRequest hook answers while closing, in the one error body (Fastify's 503 fast
     // path writes its own body and skips every hook).
     return503OnClosing: false,
-    ajv: { customOptions: { removeAdditional: false } },
   });
   const bodyAjv = makeAjv(false);
   const textAjv = makeAjv(true);
