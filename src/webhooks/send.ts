@@ -22,6 +22,23 @@ export function createDeliveryAgent(allowPrivate: boolean, timeoutMs: number): A
   });
 }
 
+/**
+ * The body as the delivery log keeps it: text without NUL (PostgreSQL refuses \u0000 in text,
+ * which would roll back the whole attempt record), at most RESPONSE_BODY_LIMIT UTF-8 bytes, cut
+ * between characters.
+ */
+export function responseBodyText(bytes: Buffer): string {
+  const text = bytes.toString('utf8').replace(/\u0000/g, '\uFFFD');
+  let size = 0;
+  let end = 0;
+  for (const char of text) {
+    size += Buffer.byteLength(char, 'utf8');
+    if (size > RESPONSE_BODY_LIMIT) break;
+    end += char.length;
+  }
+  return text.slice(0, end);
+}
+
 async function readCapped(body: AsyncIterable<Buffer>): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
@@ -31,7 +48,7 @@ async function readCapped(body: AsyncIterable<Buffer>): Promise<string> {
     // Leaving the loop destroys the stream: a huge body costs us no more than the cap.
     if (size >= RESPONSE_BODY_LIMIT) break;
   }
-  return Buffer.concat(chunks).subarray(0, RESPONSE_BODY_LIMIT).toString('utf8');
+  return responseBodyText(Buffer.concat(chunks).subarray(0, RESPONSE_BODY_LIMIT));
 }
 
 function describe(error: unknown, timedOut: boolean, timeoutMs: number): string {

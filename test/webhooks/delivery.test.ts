@@ -119,6 +119,28 @@ describe.each(ENGINES)('webhook delivery (%s)', (engine) => {
     await h.request({ method: 'DELETE', url: `/v1/webhooks/${hook.id}` });
   });
 
+  it('logs a 2xx answer with a NUL byte as a success, the body sanitised and cut between characters', async () => {
+    const r = await receiver('nul');
+    const hook = await subscribe(h, r.url);
+    await track(h);
+    const errors: unknown[] = [];
+    const w = new DeliveryWorker(h.ctx, { mailTransport: null, onError: (e) => errors.push(e) });
+    try {
+      await w.runOnce();
+    } finally {
+      await w.stop();
+    }
+    expect(errors).toEqual([]);
+    const [delivery] = await deliveriesOf(h, hook.id);
+    expect(delivery?.status).toBe('succeeded');
+    const body = delivery?.attempts[0]?.response_body ?? '';
+    expect(delivery?.attempts[0]).toMatchObject({ attempt: 1, succeeded: true, status_code: 200 });
+    // 'ok' + U+FFFD (5 bytes) + 2045 two-byte 'é' = 4095 bytes: one more 'é' would pass 4096.
+    expect(body).toBe(`ok\uFFFD${'é'.repeat(2045)}`);
+    expect(Buffer.byteLength(body, 'utf8')).toBeLessThanOrEqual(4096);
+    await h.request({ method: 'DELETE', url: `/v1/webhooks/${hook.id}` });
+  });
+
   it('a success on a later attempt ends the delivery and resets the failure count', async () => {
     const r = await receiver(500);
     const hook = await subscribe(h, r.url);

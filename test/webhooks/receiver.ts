@@ -1,7 +1,7 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-export type ReceiverMode = 200 | 500 | 'hang' | 'close' | 'redirect';
+export type ReceiverMode = 200 | 500 | 'hang' | 'close' | 'redirect' | 'nul';
 
 export interface Received {
   headers: IncomingHttpHeaders;
@@ -29,6 +29,10 @@ export async function startReceiver(mode: ReceiverMode = 200): Promise<Receiver>
       switch (state.mode) {
         case 200:
           res.writeHead(200, { 'content-type': 'text/plain' }).end('ok '.repeat(3000));
+          return;
+        case 'nul':
+          // A NUL byte, then multi-byte characters past the 4 KiB the log keeps.
+          res.writeHead(200, { 'content-type': 'text/plain' }).end(`ok\u0000${'é'.repeat(3000)}`);
           return;
         case 500:
           res.writeHead(500).end('receiver broke');
