@@ -17,6 +17,18 @@ function number(value: string): number {
   return n;
 }
 
+const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
+
+function rfc3339(value: string, option: string): Date {
+  const at = new Date(value);
+  if (!RFC3339.test(value) || Number.isNaN(at.getTime())) {
+    throw new InvalidArgumentError(
+      `${option} must be an RFC 3339 time with a zone, e.g. 2026-11-23T09:00:00Z`,
+    );
+  }
+  return at;
+}
+
 function plan(value: string): PlanName {
   if (!isPlanName(value)) throw new InvalidArgumentError('must be free, pro or enterprise');
   return value;
@@ -145,7 +157,6 @@ export function buildCli(): Command {
           updateSettings({
             ctx,
             orgId: opts.org,
-            actorKeyId: null,
             patch: {
               ...(opts.hourlyRate !== undefined ? { default_hourly_rate: opts.hourlyRate } : {}),
               ...(fallback !== undefined
@@ -202,9 +213,10 @@ export function buildCli(): Command {
     .option('--at <iso>', 'act as if it were this time (RFC 3339)')
     .option('--json', 'machine-readable output', false)
     .action(async (opts: { at?: string; json: boolean }) => {
-      const at = opts.at === undefined ? null : new Date(opts.at);
-      if (at !== null && Number.isNaN(at.getTime()))
-        throw new InvalidArgumentError('--at must be an RFC 3339 time');
+      const at = opts.at === undefined ? null : rfc3339(opts.at, '--at');
+      // A later time would send a week that has not ended and mark it sent for good.
+      if (at !== null && at.getTime() > Date.now())
+        throw new InvalidArgumentError('--at must not be in the future');
       const queued = await withCtx(async (ctx) => {
         const result = await queueDueDigests({
           ctx: at === null ? ctx : { ...ctx, clock: new ManualClock(at) },

@@ -66,8 +66,10 @@ function toAppError(error: FastifyError & { validation?: AjvIssue[]; validationC
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new AppError('payload_too_large', 'The request body is too large.');
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new AppError('unsupported_media_type', 'Send the body as Content-Type: application/json.');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      // The body could not be read as sent; of the 400 codes, invalid_json is the one that fits.
+      return new AppError('invalid_json', 'The body does not match its Content-Length.');
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return new AppError('invalid_json', 'The body is empty; send a JSON object.');
   }

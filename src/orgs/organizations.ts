@@ -80,10 +80,17 @@ export interface CreateOrganizationInput {
   adminEmails?: string[];
 }
 
-export function checkCurrency(currency: string): string {
-  if (!/^[A-Z]{3}$/.test(currency))
-    throw validationError('/currency', 'must be a three-letter ISO 4217 code');
+export function checkCurrency(currency: string, path: string): string {
+  if (!/^[A-Z]{3}$/.test(currency)) throw validationError(path, 'must be a three-letter ISO 4217 code');
   return currency;
+}
+
+/** Organisation names are trimmed and 1 to 200 characters. */
+export function checkName(name: string, path: string): string {
+  const trimmed = name.trim();
+  if (trimmed.length === 0 || trimmed.length > 200)
+    throw validationError(path, 'must be 1 to 200 characters');
+  return trimmed;
 }
 
 export function checkHourlyRate(rate: number, path: string): number {
@@ -100,11 +107,10 @@ export async function createOrganization({
   ctx: ServiceCtx;
   input: CreateOrganizationInput;
 }) {
-  const name = input.name.trim();
-  if (name.length === 0 || name.length > 200) throw validationError('/name', 'must be 1 to 200 characters');
+  const name = checkName(input.name, '/name');
   const now = ctx.clock.now();
   const id = newId('org', now);
-  const currency = checkCurrency(input.currency ?? 'EUR');
+  const currency = checkCurrency(input.currency ?? 'EUR', '/currency');
   const rate = checkHourlyRate(input.hourlyRate ?? 50, '/hourly_rate');
   return ctx.db.transaction().execute(async (trx) => {
     await trx

@@ -61,7 +61,6 @@ export function registerSettingsRoutes(app: FastifyInstance): void {
       const org = await updateSettings({
         ctx,
         orgId: ctx.org.id,
-        actorKeyId: ctx.actorKeyId,
         patch: request.body,
       });
       return settingsView(org);

@@ -4,6 +4,7 @@ import { validationError } from '../errors.js';
 import { toMicros } from '../money.js';
 import {
   checkCurrency,
+  checkName,
   checkHourlyRate,
   getOrganization,
   organizationView,
@@ -42,19 +43,13 @@ export async function updateSettings({
 }: {
   ctx: ServiceCtx;
   orgId: string;
-  actorKeyId: string | null;
   patch: SettingsPatch;
 }): Promise<Organization> {
   const org = await getOrganization({ ctx, id: orgId });
   const changes: OrganizationUpdate = {};
-  if (patch.name !== undefined) {
-    const name = patch.name.trim();
-    if (name.length === 0 || name.length > 200)
-      throw validationError('/body/name', 'must be 1 to 200 characters');
-    changes.name = name;
-  }
+  if (patch.name !== undefined) changes.name = checkName(patch.name, '/body/name');
   if (patch.currency !== undefined && patch.currency !== org.currency) {
-    checkCurrency(patch.currency);
+    checkCurrency(patch.currency, '/body/currency');
     const anyEvent = await ctx.db
       .selectFrom('events')
       .select('id')

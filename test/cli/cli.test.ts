@@ -161,4 +161,14 @@ describe('tally CLI configuration', () => {
     expect(failure(role)).toMatch(/^tally: invalid configuration: TALLY_ROLE /);
     expect(failure(plans)).toMatch(/^tally: invalid configuration: TALLY_PLANS_FILE /);
   });
+
+  it('refuses a digest time that is in the future or not RFC 3339', async () => {
+    const env = { TALLY_DATABASE_URL: 'sqlite::memory:' };
+    const [future, loose] = await Promise.all([
+      runCli(['digests', 'send', '--at', '2999-01-04T09:00:00Z'], env),
+      runCli(['digests', 'send', '--at', 'next monday'], env),
+    ]);
+    expect(failure(future)).toMatch(/^tally: --at must not be in the future/);
+    expect(failure(loose)).toMatch(/^tally: --at must be an RFC 3339 time/);
+  });
 });

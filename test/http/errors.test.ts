@@ -147,6 +147,16 @@ describe.each(ENGINES)('HTTP error mapping (%s)', (engine) => {
       expectError(res, 401, 'missing_authorization');
     });
 
+    it('answers a body shorter than its Content-Length with 400 invalid_json', async () => {
+      const res = await h.request({
+        method: 'POST',
+        url: '/v1/track',
+        headers: { ...JSON_HEADERS, 'content-length': '500' },
+        payload: '{"agent_id":"a"}',
+      });
+      expectError(res, 400, 'invalid_json');
+    });
+
     it('checks size, media type and JSON before validation', async () => {
       const res = await h.request({
         method: 'POST',
