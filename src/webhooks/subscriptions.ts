@@ -92,7 +92,11 @@ export interface UpdateWebhookInput {
   status?: 'active';
 }
 
-/** PATCH: `status: "active"` reactivates (and clears the failure count). */
+/**
+ * PATCH: `status: "active"` reactivates (and clears the failure count). Only the fields the
+ * PATCH names are written, on the locked row: the worker changes `status` and
+ * `consecutive_failures` concurrently, and a write-back of the whole row would undo that.
+ */
 export async function updateWebhook({
   ctx,
   id,
@@ -106,21 +110,33 @@ export async function updateWebhook({
     input.url === undefined ? undefined : checkWebhookUrl(input.url, ctx.config.webhookAllowPrivateNetworks);
   const now = ctx.clock.now().getTime();
   return ctx.db.transaction().execute(async (trx) => {
-    const before = await getWebhookRow({ ctx: { ...ctx, db: trx }, id });
-    const wasDigest = (JSON.parse(before.event_types) as string[]).includes('weekly.digest');
-    const after: WebhookRow = {
-      ...before,
-      ...(url !== undefined ? { url } : {}),
-      ...(input.description !== undefined ? { description: input.description } : {}),
-      ...(input.event_types !== undefined ? { event_types: JSON.stringify(input.event_types) } : {}),
-      ...(input.status === 'active' ? { status: 'active', consecutive_failures: 0 } : {}),
-      updated_at: now,
-    };
-    const isDigest = (JSON.parse(after.event_types) as string[]).includes('weekly.digest');
-    // A newly subscribed digest owes nothing for weeks before the subscription.
-    after.digest_since = isDigest ? (wasDigest ? before.digest_since : now) : null;
-    const { id: _id, org_id: _org, ...changes } = after;
+    // PostgreSQL: the row lock makes a concurrent failure count wait, or this PATCH wait for
+    // it; SQLite serialises writing transactions anyway.
+    const before = await trx
+      .selectFrom('webhooks')
+      .selectAll()
+      .where('org_id', '=', ctx.org.id)
+      .where('id', '=', id)
+      .where('deleted_at', 'is', null)
+      .$if(ctx.engine === 'postgres', (qb) => qb.forUpdate())
+      .executeTakeFirst();
+    if (!before) throw notFound(`Webhook ${id}`);
+    const changes: Partial<WebhookRow> = { updated_at: now };
+    if (url !== undefined) changes.url = url;
+    if (input.description !== undefined) changes.description = input.description;
+    if (input.event_types !== undefined) {
+      const wasDigest = (JSON.parse(before.event_types) as string[]).includes('weekly.digest');
+      const isDigest = input.event_types.includes('weekly.digest');
+      changes.event_types = JSON.stringify(input.event_types);
+      // A newly subscribed digest owes nothing for weeks before the subscription.
+      changes.digest_since = isDigest ? (wasDigest ? before.digest_since : now) : null;
+    }
+    if (input.status === 'active') {
+      changes.status = 'active';
+      changes.consecutive_failures = 0;
+    }
     await trx.updateTable('webhooks').set(changes).where('id', '=', id).execute();
+    const after: WebhookRow = { ...before, ...changes };
     await recordAudit(
       { ...ctx, db: trx },
       {

@@ -1,6 +1,20 @@
+import type { KyselyPlugin, PluginTransformResultArgs, QueryResult, UnknownRow } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { recordFailedDelivery } from '../../src/webhooks/health.js';
+import { updateWebhook } from '../../src/webhooks/subscriptions.js';
 import { ENGINES } from '../support/engines.js';
 import { createHarness, type Harness } from '../support/harness.js';
+
+/** Makes every read of a webhook row see it as it was before the worker's last failure count. */
+class StaleHealthRead implements KyselyPlugin {
+  transformQuery: KyselyPlugin['transformQuery'] = (args) => args.node;
+  async transformResult(args: PluginTransformResultArgs): Promise<QueryResult<UnknownRow>> {
+    const rows = args.result.rows.map((row) =>
+      'consecutive_failures' in row ? { ...row, status: 'failing', consecutive_failures: 19 } : row,
+    );
+    return { ...args.result, rows };
+  }
+}
 
 const HOOK = {
   url: 'https://hooks.example.com/tally',
@@ -132,4 +146,56 @@ describe.each(ENGINES)('webhook subscriptions API (%s)', (engine) => {
       (await h.request({ method: 'POST', url: '/v1/webhooks', apiKey: null, payload: HOOK })).statusCode,
     ).toBe(401);
   });
+
+  it('a PATCH writes only its fields: a deactivation recorded after its read is kept', async () => {
+    const hook = (await h.request({ method: 'POST', url: '/v1/webhooks', payload: HOOK })).json();
+    await h.ctx.db
+      .updateTable('webhooks')
+      .set({ status: 'deactivated', consecutive_failures: 20 })
+      .where('id', '=', hook.id)
+      .execute();
+    const ctx = await h.orgCtx();
+    await updateWebhook({
+      ctx: { ...ctx, db: ctx.db.withPlugin(new StaleHealthRead()) },
+      id: hook.id,
+      input: { description: 'renamed' },
+    });
+    const row = await h.ctx.db
+      .selectFrom('webhooks')
+      .selectAll()
+      .where('id', '=', hook.id)
+      .executeTakeFirst();
+    expect(row).toMatchObject({ description: 'renamed', status: 'deactivated' });
+    expect(Number(row?.consecutive_failures)).toBe(20);
+  });
+
+  it.skipIf(engine !== 'postgres')(
+    'a PATCH concurrent with the 20th failed delivery does not undo the deactivation',
+    async () => {
+      const hook = (await h.request({ method: 'POST', url: '/v1/webhooks', payload: HOOK })).json();
+      await h.ctx.db
+        .updateTable('webhooks')
+        .set({ status: 'failing', consecutive_failures: 19 })
+        .where('id', '=', hook.id)
+        .execute();
+      const ctx = await h.orgCtx();
+      let patch: Promise<unknown> = Promise.resolve();
+      await h.ctx.db.transaction().execute(async (trx) => {
+        await recordFailedDelivery({ ...h.ctx, db: trx }, hook.id, h.clock.now());
+        patch = updateWebhook({ ctx, id: hook.id, input: { description: 'renamed' } });
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      });
+      expect(await patch).toMatchObject({
+        description: 'renamed',
+        status: 'deactivated',
+        consecutive_failures: 20,
+      });
+      const state = (await h.request({ method: 'GET', url: `/v1/webhooks/${hook.id}` })).json();
+      expect(state).toMatchObject({
+        description: 'renamed',
+        status: 'deactivated',
+        consecutive_failures: 20,
+      });
+    },
+  );
 });
