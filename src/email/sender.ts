@@ -1,9 +1,15 @@
 import nodemailer from 'nodemailer';
 import type { ServiceCtx } from '../context.js';
+import { randomAlnum } from '../ids.js';
 
 /** Retry delays after failed sends (seconds); after the last one the e-mail is `failed`. */
 export const EMAIL_RETRY_DELAYS = [60, 300, 900, 3600, 3600 * 6];
 const LEASE_MS = 120_000;
+/**
+ * Every SMTP stage (connect, greeting, each idle wait) gives up well inside the lease, so a send
+ * cannot outlive the claim it runs under and be claimed and sent again by another worker.
+ */
+const SMTP_TIMEOUT_MS = 30_000;
 
 export interface MailTransport {
   sendMail(message: { from: string; to: string; subject: string; text: string }): Promise<unknown>;
@@ -11,25 +17,29 @@ export interface MailTransport {
 }
 
 export function createMailTransport(smtpUrl: string): MailTransport {
-  return nodemailer.createTransport(smtpUrl);
+  return nodemailer.createTransport(smtpUrl, {
+    connectionTimeout: SMTP_TIMEOUT_MS,
+    greetingTimeout: SMTP_TIMEOUT_MS,
+    socketTimeout: SMTP_TIMEOUT_MS,
+  });
+}
+
+interface ClaimedEmail {
+  id: string;
+  to_address: string;
+  subject: string;
+  body: string;
+  attempts: number;
+  token: string;
 }
 
 /**
- * Sends due e-mails once each: claimed with a lease like webhook deliveries, then marked `sent`,
- * or rescheduled with the error. Without TALLY_SMTP_URL they stay `pending` until it is set.
+ * Claims the next due e-mail with its own lease and a random token: one at a time, so the
+ * lease covers this send only, not the sends queued before it.
  */
-export async function sendDueEmails({
-  ctx,
-  transport,
-  token,
-  limit = 20,
-}: {
-  ctx: ServiceCtx;
-  transport: MailTransport;
-  token: string;
-  limit?: number;
-}): Promise<number> {
+async function claimNextEmail(ctx: ServiceCtx): Promise<ClaimedEmail | null> {
   const now = ctx.clock.now().getTime();
+  const token = `mail_${randomAlnum(16)}`;
   const claimed = await ctx.db
     .with(
       (cte) => cte('due').materialized(),
@@ -41,16 +51,37 @@ export async function sendDueEmails({
           .where('next_attempt_at', '<=', now)
           .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<=', now)]))
           .orderBy('next_attempt_at')
-          .limit(limit)
+          .limit(1)
           .$if(ctx.engine === 'postgres', (qb) => qb.forUpdate().skipLocked()),
     )
     .updateTable('emails')
     .set((eb) => ({ locked_until: now + LEASE_MS, claimed_by: token, attempts: eb('attempts', '+', 1) }))
     .where('id', 'in', (eb) => eb.selectFrom('due').select('due.id'))
     .where('status', '=', 'pending')
+    .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<=', now)]))
     .returning(['id', 'to_address', 'subject', 'body', 'attempts'])
-    .execute();
-  for (const mail of claimed) {
+    .executeTakeFirst();
+  return claimed ? { ...claimed, token } : null;
+}
+
+/**
+ * Sends up to `limit` due e-mails once each: each claimed with a lease like webhook deliveries,
+ * then marked `sent`, or rescheduled with the error, by the claim holder only. Without
+ * TALLY_SMTP_URL they stay `pending` until it is set.
+ */
+export async function sendDueEmails({
+  ctx,
+  transport,
+  limit = 20,
+}: {
+  ctx: ServiceCtx;
+  transport: MailTransport;
+  limit?: number;
+}): Promise<number> {
+  let handled = 0;
+  for (; handled < limit; handled++) {
+    const mail = await claimNextEmail(ctx);
+    if (!mail) break;
     try {
       await transport.sendMail({
         from: ctx.config.emailFrom,
@@ -68,7 +99,7 @@ export async function sendDueEmails({
           last_error: null,
         })
         .where('id', '=', mail.id)
-        .where('claimed_by', '=', token)
+        .where('claimed_by', '=', mail.token)
         .execute();
     } catch (error) {
       const delay = EMAIL_RETRY_DELAYS[Number(mail.attempts) - 1];
@@ -82,9 +113,9 @@ export async function sendDueEmails({
           last_error: (error as Error).message.slice(0, 1000),
         })
         .where('id', '=', mail.id)
-        .where('claimed_by', '=', token)
+        .where('claimed_by', '=', mail.token)
         .execute();
     }
   }
-  return claimed.length;
+  return handled;
 }

@@ -76,7 +76,7 @@ export class DeliveryWorker {
 
   async sendMail(): Promise<number> {
     if (!this.mail) return 0;
-    return sendDueEmails({ ctx: this.ctx, transport: this.mail, token: this.id });
+    return sendDueEmails({ ctx: this.ctx, transport: this.mail });
   }
 
   /** Claims as many due deliveries as there are free slots and starts sending them. */
