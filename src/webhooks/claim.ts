@@ -1,4 +1,5 @@
 import type { ServiceCtx } from '../context.js';
+import { randomAlnum } from '../ids.js';
 import type { MessageType } from './event-types.js';
 
 export interface ClaimedDelivery {
@@ -13,7 +14,7 @@ export interface ClaimedDelivery {
   attempt: number;
   url: string;
   secret: string;
-  /** The claim token: only its holder may record the result. */
+  /** The claim token, new at each claim: only its holder may record the result. */
   token: string;
 }
 
@@ -21,17 +22,19 @@ export interface ClaimedDelivery {
  * Claims up to `limit` due deliveries with a lease, in one statement. The attempt number is
  * taken at claim time, so a claim that dies (crash, kill) is never re-sent under the same
  * number. PostgreSQL: `FOR UPDATE SKIP LOCKED` lets several workers claim side by side without
- * waiting on or taking each other's rows; SQLite serialises writers anyway.
+ * waiting on or taking each other's rows; SQLite serialises writers anyway. Each claim gets a
+ * random token (after the worker id, for the reader of the table), so the late result of an
+ * earlier claim never matches a newer one, even by the same worker.
  */
 export async function claimDueDeliveries({
   ctx,
-  token,
+  workerId,
   limit,
   leaseMs,
   busyWebhookIds,
 }: {
   ctx: ServiceCtx;
-  token: string;
+  workerId: string;
   limit: number;
   leaseMs: number;
   /** Webhooks this worker already has enough in flight for: a slow receiver waits, others don't. */
@@ -39,6 +42,7 @@ export async function claimDueDeliveries({
 }): Promise<ClaimedDelivery[]> {
   if (limit <= 0) return [];
   const now = ctx.clock.now().getTime();
+  const token = `${workerId}.${randomAlnum(16)}`;
   // The due rows are picked in a materialised CTE: PostgreSQL may re-run an `IN (SELECT …
   // LIMIT n SKIP LOCKED)` subquery and so claim more than n rows.
   const claimed = await ctx.db

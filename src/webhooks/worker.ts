@@ -84,7 +84,7 @@ export class DeliveryWorker {
     const busy = [...this.perWebhookCount].filter(([, n]) => n >= this.perWebhook).map(([id]) => id);
     const claimed = await claimDueDeliveries({
       ctx: this.ctx,
-      token: this.id,
+      workerId: this.id,
       limit: this.concurrency - this.inFlight.size,
       leaseMs: this.ctx.config.webhookTimeoutMs + 60_000,
       busyWebhookIds: busy,

@@ -65,7 +65,7 @@ describe.each(ENGINES)('webhook outbox and crash recovery (%s)', (engine) => {
     // The state a killed process leaves: a claimed attempt, never sent or recorded.
     const [dead] = await claimDueDeliveries({
       ctx: h.ctx,
-      token: 'dead-worker',
+      workerId: 'dead-worker',
       limit: 10,
       leaseMs: 60_000,
       busyWebhookIds: [],
@@ -89,7 +89,7 @@ describe.each(ENGINES)('webhook outbox and crash recovery (%s)', (engine) => {
         webhookId: dead.webhookId,
         type: dead.type,
         attempt: 1,
-        token: 'dead-worker',
+        token: dead.token,
         statusCode: 200,
         responseBody: '',
         error: null,
@@ -108,6 +108,53 @@ describe.each(ENGINES)('webhook outbox and crash recovery (%s)', (engine) => {
     } finally {
       await worker.stop();
     }
+  });
+
+  it('a late result of an earlier claim is refused, even when the same worker holds the newer claim', async () => {
+    r = await startReceiver();
+    const hook = await subscribe(h, r.url);
+    await track(h);
+    const claim = () =>
+      claimDueDeliveries({
+        ctx: h.ctx,
+        workerId: 'wrk_same',
+        limit: 10,
+        leaseMs: 60_000,
+        busyWebhookIds: [],
+      });
+    const [first] = await claim();
+    if (!first) throw new Error('no claim');
+    const recovering = new DeliveryWorker(h.ctx, { mailTransport: null });
+    h.clock.advance(60_000);
+    await recovering.recover();
+    await recovering.stop();
+    h.clock.advance(30_000);
+    const [second] = await claim();
+    if (!second) throw new Error('no second claim');
+    expect(second.attempt).toBe(2);
+    expect(second.token).not.toBe(first.token);
+
+    const result = (token: string, attempt: number) =>
+      recordAttempt(h.ctx, {
+        deliveryId: first.id,
+        webhookId: first.webhookId,
+        type: first.type,
+        attempt,
+        token,
+        statusCode: 200,
+        responseBody: '',
+        error: null,
+        signature: null,
+        durationMs: 1,
+        startedAt: 0,
+      });
+    expect(await result(first.token, 1)).toBe(false);
+    expect(await result(second.token, 2)).toBe(true);
+    const [delivery] = await deliveriesOf(h, hook.id);
+    expect(delivery?.attempts.map((a) => [a.attempt, a.succeeded])).toEqual([
+      [1, false],
+      [2, true],
+    ]);
   });
 
   it('messages queued while no worker runs are delivered by the next one; a stopped worker finishes what it claimed', async () => {
