@@ -104,6 +104,7 @@ export async function queueDueDigests({ ctx }: { ctx: ServiceCtx }) {
           payload,
           webhookIds: [hook.id],
           at,
+          firstDelaySeconds: ctx.config.webhookRetryDelaysSeconds[0] ?? 0,
         });
         await trx
           .updateTable('digest_runs')

@@ -1,25 +1,25 @@
 import type { Insertable } from 'kysely';
+import type { OrgCtx } from '../context.js';
 import type { DbOrTrx } from '../storage/db.js';
 import type { WebhookDeliveriesTable, WebhookMessagesTable } from '../storage/schema.js';
 import { newId } from '../ids.js';
 import type { EventCreated } from '../tracking/side-effects.js';
 import type { MessageType } from './event-types.js';
 
-/**
- * Writes one message and one pending delivery per webhook, with `db` (the transaction of the
- * change that causes it: the transactional outbox). The first attempt is due at once.
- */
 interface MessageInput {
   orgId: string;
   type: MessageType;
   payload: unknown;
   webhookIds: string[];
   at: Date;
+  /** The first delay of TALLY_WEBHOOK_RETRY_DELAYS: attempt 1 is due this long after `at`. */
+  firstDelaySeconds: number;
 }
 
-/** One message and one pending delivery per webhook; the first attempt is due at once. */
+/** One message and one pending delivery per webhook, the first attempt due after the first delay. */
 function messageRows(input: MessageInput) {
   const now = input.at.getTime();
+  const firstAttemptAt = now + input.firstDelaySeconds * 1000;
   const messageId = newId('whmsg', input.at);
   const message: Insertable<WebhookMessagesTable> = {
     id: messageId,
@@ -36,7 +36,7 @@ function messageRows(input: MessageInput) {
     event_type: input.type,
     status: 'pending',
     attempts: 0,
-    next_attempt_at: now,
+    next_attempt_at: firstAttemptAt,
     locked_until: null,
     claimed_by: null,
     last_error: null,
@@ -92,17 +92,19 @@ export async function enqueueEventMessages(db: DbOrTrx, created: EventCreated[])
   }
   const messages: Insertable<WebhookMessagesTable>[] = [];
   const deliveries: Insertable<WebhookDeliveriesTable>[] = [];
-  const add = (orgId: string, type: MessageType, payload: unknown, at: Date) => {
+  const add = (ctx: OrgCtx, type: MessageType, payload: unknown, at: Date) => {
+    const orgId = ctx.org.id;
     const webhookIds = subscribed.get(`${orgId} ${type}`);
     if (!webhookIds) return;
-    const message = messageRows({ orgId, type, payload, webhookIds, at });
+    const firstDelaySeconds = ctx.config.webhookRetryDelaysSeconds[0] ?? 0;
+    const message = messageRows({ orgId, type, payload, webhookIds, at, firstDelaySeconds });
     messages.push(message.message);
     deliveries.push(...message.deliveries);
   };
   for (const { ctx, event, isNewAgent } of created) {
     const at = new Date(event.received_at);
-    add(ctx.org.id, 'event.created', event, at);
-    if (isNewAgent) add(ctx.org.id, 'agent.first_event', { agent_id: event.agent_id, event }, at);
+    add(ctx, 'event.created', event, at);
+    if (isNewAgent) add(ctx, 'agent.first_event', { agent_id: event.agent_id, event }, at);
   }
   for (const rows of chunks(messages)) await db.insertInto('webhook_messages').values(rows).execute();
   for (const rows of chunks(deliveries)) await db.insertInto('webhook_deliveries').values(rows).execute();

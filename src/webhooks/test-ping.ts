@@ -27,6 +27,8 @@ export async function sendTestPing({
       },
       webhookIds: [row.id],
       at,
+      // A ping is sent by hand to check a receiver now, outside the retry schedule.
+      firstDelaySeconds: 0,
     });
     return { message_id: messageId };
   });

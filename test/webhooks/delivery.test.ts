@@ -256,4 +256,35 @@ describe.each(ENGINES)('webhook delivery (%s)', (engine) => {
       await w.stop();
     }
   });
+
+  it('TALLY_WEBHOOK_RETRY_DELAYS: the first delay counts for attempt 1', async () => {
+    const delayed = await createHarness(engine, {
+      now: new Date().toISOString(),
+      env: { ...ALLOW_PRIVATE, TALLY_WEBHOOK_RETRY_DELAYS: '5,30' },
+    });
+    const w = new DeliveryWorker(delayed.ctx, { mailTransport: null });
+    try {
+      const r = await receiver(500);
+      const hook = await subscribe(delayed, r.url);
+      await track(delayed);
+      await w.runOnce();
+      delayed.clock.advance(4_999);
+      await w.runOnce();
+      expect(r.received).toHaveLength(0);
+      delayed.clock.advance(1);
+      await w.runOnce();
+      expect(r.received.map((m) => m.headers['x-tally-attempt'])).toEqual(['1']);
+      delayed.clock.advance(29_999);
+      await w.runOnce();
+      expect(r.received).toHaveLength(1);
+      delayed.clock.advance(1);
+      await w.runOnce();
+      expect(r.received.map((m) => m.headers['x-tally-attempt'])).toEqual(['1', '2']);
+      const [delivery] = await deliveriesOf(delayed, hook.id);
+      expect(delivery?.status).toBe('failed');
+    } finally {
+      await w.stop();
+      await delayed.close();
+    }
+  });
 });

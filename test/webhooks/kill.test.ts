@@ -37,6 +37,7 @@ describe('a `tally worker` process killed mid-delivery (sqlite file)', () => {
       payload: { hello: 'world' },
       webhookIds: [hook.id],
       at: new Date(),
+      firstDelaySeconds: 0,
     });
 
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'worker'], {
