@@ -36,16 +36,40 @@ for (const [net, prefix] of [
   blocked.addSubnet(net, prefix, 'ipv6');
 }
 
-/** IPv4-mapped and -compatible IPv6 (`::ffff:10.0.0.1`) are judged as the IPv4 inside. */
-function embeddedIpv4(address: string): string | null {
-  const match = /^(?:0{0,4}:){2,5}(?:ffff:)?(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (match?.[1]) return match[1];
-  const hex = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(address);
-  if (hex?.[1] && hex[2]) {
-    const hi = parseInt(hex[1], 16);
-    const lo = parseInt(hex[2], 16);
-    return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+/** The eight 16-bit groups of an IPv6 address (a dotted IPv4 tail counts as two), or null. */
+function ipv6Groups(address: string): number[] | null {
+  let text = address;
+  const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (dotted) {
+    const [a, b, c, d] = dotted.slice(1).map(Number) as [number, number, number, number];
+    text = `${text.slice(0, dotted.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
   }
+  const halves = text.split('::');
+  if (halves.length > 2) return null;
+  const part = (s: string | undefined) => (s ? s.split(':').map((g) => parseInt(g, 16)) : []);
+  const head = part(halves[0]);
+  const tail = part(halves[1]);
+  const groups =
+    halves.length === 2
+      ? [...head, ...new Array<number>(8 - head.length - tail.length).fill(0), ...tail]
+      : head;
+  return groups.length === 8 && groups.every((g) => Number.isInteger(g) && g >= 0 && g <= 0xffff)
+    ? groups
+    : null;
+}
+
+/**
+ * IPv6 forms that carry an IPv4 address are judged as the IPv4 inside: IPv4-compatible
+ * `::/96`, IPv4-mapped `::ffff:0:0/96`, SIIT `::ffff:0:0:0/96` and 6to4 `2002::/16`.
+ */
+function embeddedIpv4(address: string): string | null {
+  const g = ipv6Groups(address);
+  if (!g) return null;
+  const v4 = (hi: number, lo: number) => `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+  const zeros = (from: number, to: number) => g.slice(from, to).every((x) => x === 0);
+  if (g[0] === 0x2002) return v4(g[1] ?? 0, g[2] ?? 0);
+  if (zeros(0, 5) && (g[5] === 0 || g[5] === 0xffff)) return v4(g[6] ?? 0, g[7] ?? 0);
+  if (zeros(0, 4) && g[4] === 0xffff && g[5] === 0) return v4(g[6] ?? 0, g[7] ?? 0);
   return null;
 }
 
@@ -76,11 +100,13 @@ export function checkWebhookUrl(raw: string, allowPrivate: boolean): string {
     throw validationError('/body/url', 'must not contain credentials');
   }
   const host = url.hostname.replace(/^\[|\]$/g, '');
+  // `localhost.` is `localhost` as a fully qualified name.
+  const name = host.replace(/\.$/, '');
   if (!allowPrivate) {
     if (isIP(host) !== 0 && isPrivateAddress(host)) {
       throw validationError('/body/url', 'must not point to a private, loopback or link-local address');
     }
-    if (host === 'localhost' || host.endsWith('.localhost')) {
+    if (name === 'localhost' || name.endsWith('.localhost')) {
       throw validationError('/body/url', 'must not point to a private, loopback or link-local address');
     }
   }
