@@ -28,7 +28,7 @@ export function createDeliveryAgent(allowPrivate: boolean, timeoutMs: number): A
  * between characters.
  */
 export function responseBodyText(bytes: Buffer): string {
-  const text = bytes.toString('utf8').replace(/\u0000/g, '\uFFFD');
+  const text = bytes.toString('utf8').replaceAll('\u0000', '\uFFFD');
   let size = 0;
   let end = 0;
   for (const char of text) {
