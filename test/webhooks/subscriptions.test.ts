@@ -169,9 +169,10 @@ describe.each(ENGINES)('webhook subscriptions API (%s)', (engine) => {
     expect(Number(row?.consecutive_failures)).toBe(20);
   });
 
-  it.skipIf(engine !== 'postgres')(
-    'a PATCH concurrent with the 20th failed delivery does not undo the deactivation',
-    async () => {
+  // The race needs two connections writing at once: PostgreSQL only (SQLite serialises writers),
+  // so the test exists only there rather than standing as a skip on SQLite.
+  if (engine === 'postgres')
+    it('PostgreSQL: a PATCH concurrent with the 20th failed delivery does not undo the deactivation', async () => {
       const hook = (await h.request({ method: 'POST', url: '/v1/webhooks', payload: HOOK })).json();
       await h.ctx.db
         .updateTable('webhooks')
@@ -196,6 +197,5 @@ describe.each(ENGINES)('webhook subscriptions API (%s)', (engine) => {
         status: 'deactivated',
         consecutive_failures: 20,
       });
-    },
-  );
+    });
 });
