@@ -3,7 +3,7 @@ import { fromMicros } from '../money.js';
 import { aggregateQuery, type AggregateRow } from './aggregate-sql.js';
 import { GROUP_KEY, periodRange, type Dimension, type ReportInput } from './params.js';
 import { planSources } from './plan.js';
-import { streamRows } from './stream-rows.js';
+import { streamRows, type Page } from './stream-rows.js';
 
 export type GroupValue = string | null;
 
@@ -68,15 +68,19 @@ export interface ReportOptions {
 async function prepare(ctx: OrgCtx, input: ReportInput, options: ReportOptions) {
   const now = ctx.clock.now().getTime();
   const range = periodRange(input.period, now, input.period === 'all' ? await earliestEvent(ctx) : null);
-  const query = aggregateQuery(ctx.db, {
-    engine: ctx.engine,
-    orgId: ctx.org.id,
-    groupBy: input.groupBy,
-    filters: input.filters,
-    sources: planSources(range, input.groupBy, input.filters, options),
-    sort: input.sort,
-    top: input.top,
-  });
+  const sources = planSources(range, input.groupBy, input.filters, options);
+  // One range for every page of an export, however long it takes to read.
+  const query = (page: Page | null) =>
+    aggregateQuery(ctx.db, {
+      engine: ctx.engine,
+      orgId: ctx.org.id,
+      groupBy: input.groupBy,
+      filters: input.filters,
+      sources,
+      sort: input.sort,
+      top: input.top,
+      ...(page === null ? {} : { page }),
+    });
   const meta = (totalGroups: number): ReportMeta => ({
     period: input.period,
     range: { from: new Date(range.from).toISOString(), to: new Date(range.to).toISOString() },
@@ -98,7 +102,7 @@ export async function buildReport({
   options?: ReportOptions;
 }) {
   const { query, meta } = await prepare(ctx, input, options);
-  const rows = await query.execute();
+  const rows = await query(null).execute();
   const totalGroups = rows[0] === undefined ? 0 : Number(rows[0].total_groups);
   return {
     meta: meta(totalGroups),

@@ -1,4 +1,3 @@
-import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { getUsage } from '../billing/usage.js';
@@ -7,7 +6,8 @@ import { errorResponses } from '../http/schemas.js';
 import { csvDocument, csvHeader, csvRow } from './csv.js';
 import { reportInput, type ReportQueryString } from './input.js';
 import type { Metric } from './params.js';
-import { buildReport, streamReport } from './report.js';
+import { openExport } from './export.js';
+import { buildReport } from './report.js';
 import {
   ExportQuery,
   GroupedQuery,
@@ -86,17 +86,14 @@ export function registerReportRoutes(app: FastifyInstance): void {
       const ctx = orgCtx(app, request);
       const input = reportInput(request.query, { sort: 'hours_saved' });
       const stamp = ctx.clock.now().toISOString().slice(0, 10).replaceAll('-', '');
-      // Rows leave as the database produces them: memory stays flat however large the export.
-      const rows = streamReport({ ctx, input });
-      const first = await rows.next();
-      async function* all() {
-        if (!first.done) yield first.value;
-        yield* rows;
-      }
+      const body = await openExport({ ctx, input });
+      // However the response ends (sent, failed, client gone before the first byte), the body
+      // is destroyed, which closes the rows behind it.
+      reply.raw.once('close', () => body.destroy());
       return reply
         .type(CSV_TYPE)
         .header('Content-Disposition', `attachment; filename="tally-export-${input.period}-${stamp}.csv"`)
-        .send(Readable.from(csvDocument(input.groupBy, all())));
+        .send(body);
     },
   );
 
