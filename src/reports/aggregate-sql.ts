@@ -54,12 +54,31 @@ function dimension(dim: Dimension, side: Side, engine: Engine): RawBuilder<unkno
   }
 }
 
-/** JSON texts a metadata value may have to equal the query's VALUE: the string, or a number/boolean. */
-function metadataCandidates(value: string): string[] {
-  const texts = [JSON.stringify(value)];
-  if (value === 'true' || value === 'false') texts.push(value);
-  else if (/^-?\d+(\.\d+)?([eE][+-]?\d+)?$/.test(value)) texts.push(JSON.stringify(Number(value)));
-  return texts;
+const NUMBER = /^-?\d+(\.\d+)?([eE][+-]?\d+)?$/;
+
+/**
+ * `metadata.KEY=VALUE`: a string equal to VALUE, the boolean VALUE names, or a number equal to
+ * VALUE's. Numbers compare as numbers on both engines (1e-7, 0.0000001 and 1E-7 are one value),
+ * never as their JSON text, which each engine writes its own way.
+ */
+function metadataMatch(engine: Engine, key: string, value: string): RawBuilder<unknown> {
+  const number = NUMBER.test(value) ? Number(value) : null;
+  const finite = number !== null && Number.isFinite(number) ? number : null;
+  if (engine === 'sqlite') {
+    const type = sql`json_type(metadata -> ${key})`;
+    const field = sql`(metadata ->> ${key})`;
+    const matches = [sql`(${type} = 'text' AND ${field} = ${value})`];
+    if (value === 'true' || value === 'false') matches.push(sql`${type} = ${value}`);
+    // Bound as a double: SQLite compares it with an integer or a real by value.
+    if (finite !== null) matches.push(sql`(${type} IN ('integer', 'real') AND ${field} = ${finite})`);
+    return sql`(${sql.join(matches, sql` OR `)})`;
+  }
+  // jsonb equality compares numbers by value and never raises on a type mismatch.
+  const candidates = [sql`to_jsonb(${value}::text)`];
+  if (value === 'true' || value === 'false') candidates.push(sql`${value}::jsonb`);
+  // The shortest text of the double, as stored numbers are (JavaScript wrote them).
+  if (finite !== null) candidates.push(sql`to_jsonb(${String(finite)}::numeric)`);
+  return sql`(metadata::jsonb -> ${key}::text) IN (${sql.join(candidates)})`;
 }
 
 function rawConditions(spec: AggregateSpec, from: number, to: number): RawBuilder<unknown>[] {
@@ -73,11 +92,7 @@ function rawConditions(spec: AggregateSpec, from: number, to: number): RawBuilde
   if (filters.taskType !== undefined) where.push(sql`task_type = ${filters.taskType}`);
   if (filters.clientId !== undefined) where.push(sql`client_id = ${filters.clientId}`);
   if (filters.outcome !== undefined) where.push(sql`outcome = ${filters.outcome}`);
-  for (const [key, value] of filters.metadata) {
-    const field =
-      spec.engine === 'sqlite' ? sql`(metadata -> ${key})` : sql`((metadata::jsonb -> ${key}::text)::text)`;
-    where.push(sql`${field} IN (${sql.join(metadataCandidates(value))})`);
-  }
+  for (const [key, value] of filters.metadata) where.push(metadataMatch(spec.engine, key, value));
   return where;
 }
 
