@@ -1,3 +1,5 @@
+import { mulDivRound } from '../money.js';
+import { DAY_MS } from '../reports/rollups.js';
 import type { Plan, OverageTier } from './plans.js';
 
 const NANOS_PER_EUR = 1_000_000_000n;
@@ -21,8 +23,6 @@ export function graduatedChargeCents(overageEvents: number, tiers: readonly Over
   return Number((nanos + NANOS_PER_CENT / 2n) / NANOS_PER_CENT);
 }
 
-const DAY_MS = 86_400_000;
-
 /** Start and end (exclusive) of the UTC calendar month of `now`. */
 export function monthBounds(now: Date): { start: number; end: number } {
   const y = now.getUTCFullYear();
@@ -34,7 +34,8 @@ export function monthBounds(now: Date): { start: number; end: number } {
 export function projectMonthEvents(eventsSoFar: number, now: Date): number {
   const { start, end } = monthBounds(now);
   const elapsed = Math.max(now.getTime() - start, DAY_MS);
-  return Math.round((eventsSoFar * (end - start)) / elapsed);
+  // Exact: events × month length passes 2^53 beyond a few million events.
+  return mulDivRound(eventsSoFar, end - start, elapsed);
 }
 
 /** DESIGN §6: EUR charge of the projected overage, or null when none is forecast or priced. */

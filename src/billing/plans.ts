@@ -69,7 +69,7 @@ export function requirePlan(plan: PlanName, needed: PlanName): void {
   }
 }
 
-function positiveInteger(value: unknown, where: string): number {
+function nonNegativeInteger(value: unknown, where: string): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
     throw new Error(`${where} must be a non-negative whole number`);
   }
@@ -86,7 +86,7 @@ function parsePlan(value: unknown, name: string): Plan {
     const where = `${name}.overage_tiers[${i}]`;
     if (typeof tier !== 'object' || tier === null) throw new Error(`${where} must be an object`);
     const t = tier as Record<string, unknown>;
-    const upTo = t.up_to === null ? null : positiveInteger(t.up_to, `${where}.up_to`);
+    const upTo = t.up_to === null ? null : nonNegativeInteger(t.up_to, `${where}.up_to`);
     if (upTo !== null && upTo <= previous) throw new Error(`${where}.up_to must grow from tier to tier`);
     if (upTo === null && i !== (p.overage_tiers as unknown[]).length - 1) {
       throw new Error(`${where}.up_to may be null only on the last tier`);
@@ -97,10 +97,17 @@ function parsePlan(value: unknown, name: string): Plan {
     previous = upTo ?? previous;
     return { up_to: upTo, unit_price_eur: t.unit_price_eur };
   });
+  // A last tier that stops would price every overage event beyond it at nothing.
+  const last = tiers.at(-1);
+  if (last !== undefined && last.up_to !== null) {
+    throw new Error(
+      `${name}.overage_tiers[${tiers.length - 1}].up_to must be null: the last tier prices every overage event beyond the others`,
+    );
+  }
   return {
-    track_rate_per_second: positiveInteger(p.track_rate_per_second, `${name}.track_rate_per_second`),
-    other_rate_per_second: positiveInteger(p.other_rate_per_second, `${name}.other_rate_per_second`),
-    included_events_per_month: positiveInteger(
+    track_rate_per_second: nonNegativeInteger(p.track_rate_per_second, `${name}.track_rate_per_second`),
+    other_rate_per_second: nonNegativeInteger(p.other_rate_per_second, `${name}.other_rate_per_second`),
+    included_events_per_month: nonNegativeInteger(
       p.included_events_per_month,
       `${name}.included_events_per_month`,
     ),

@@ -45,6 +45,11 @@ describe('projection to the end of the month', () => {
     expect(projectMonthEvents(0, new Date('2026-11-16T00:00:00.000Z'))).toBe(0);
   });
 
+  it('stays exact where events × month length passes 2^53', () => {
+    // Floating point gives 19,998,424,132: the product is rounded before the division.
+    expect(projectMonthEvents(10_000_164_591, new Date('2026-11-16T00:02:03.457Z'))).toBe(19_998_424_131);
+  });
+
   it('is null without a forecast overage or overage pricing', () => {
     const mid = new Date('2026-11-16T00:00:00.000Z'); // half of November
     expect(projectedOverageEur(DEFAULT_PLANS.pro, 50_000, mid)).toBeNull(); // exactly 100,000

@@ -97,4 +97,26 @@ describe.each(ENGINES)('GET /v1/reports/usage (%s)', (engine) => {
       projected_overage_eur: null,
     });
   });
+
+  it('sums every shard of the month, and every month for the lifetime count', async () => {
+    h.clock.set('2026-11-20T00:00:00.000Z');
+    const org = await h.createOrg({ plan: 'enterprise' });
+    await h.storage.db
+      .insertInto('usage_monthly')
+      .values([
+        { org_id: org.id, month: '2026-09', shard: 0, events: 1_000_000 },
+        { org_id: org.id, month: '2026-10', shard: 3, events: 7 },
+        { org_id: org.id, month: '2026-11', shard: 0, events: 4 },
+        { org_id: org.id, month: '2026-11', shard: 1, events: 5 },
+        { org_id: org.id, month: '2026-11', shard: 7, events: 6 },
+        { org_id: org.id, month: '2026-12', shard: 0, events: 2 },
+      ])
+      .execute();
+    const res = await h.request({ method: 'GET', url: '/v1/reports/usage', apiKey: org.apiKey });
+    expect(res.json()).toMatchObject({
+      events_this_month: 15,
+      overage_events: 10,
+      lifetime_events: 1_000_024,
+    });
+  });
 });
