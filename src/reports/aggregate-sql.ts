@@ -111,7 +111,8 @@ function sideQuery(spec: AggregateSpec, source: Source): RawBuilder<unknown> {
     (d, i) => sql`${dimension(d, source.kind, spec.engine)} AS ${sql.ref(`g${i}`)}`,
   );
   const positions = spec.groupBy.map((_, i) => sql.lit(i + 1));
-  const groupBy = positions.length > 0 ? sql` GROUP BY ${sql.join(positions)}` : sql``;
+  // group_by is never empty (parseGroupBy), so there is always something to group by.
+  const groupBy = sql` GROUP BY ${sql.join(positions)}`;
   if (source.kind === 'raw') {
     const metrics = sql`COUNT(*) AS events, SUM(hours_saved_micros) AS h, SUM(cost_saved_micros) AS c, SUM(COALESCE(agent_cost_micros, 0)) AS a`;
     const where = sql.join(rawConditions(spec, source.from, source.to), sql` AND `);
@@ -158,6 +159,7 @@ export function aggregateQuery(db: DbOrTrx, spec: AggregateSpec) {
   });
   let query = db
     .selectFrom(sql`(${union})`.as('u'))
+    .groupBy(groups)
     .select(spec.groupBy.map((_, i) => sql.ref(`u.g${i}`).as(`g${i}`)))
     .select([
       METRIC_SQL.events.as('events'),
@@ -167,7 +169,6 @@ export function aggregateQuery(db: DbOrTrx, spec: AggregateSpec) {
       sql<number>`COUNT(*) OVER ()`.as('total_groups'),
     ])
     .orderBy(sql`${METRIC_SQL[spec.sort]} DESC, ${sql.join(tieBreaks)}`);
-  if (groups.length > 0) query = query.groupBy(groups);
   if (spec.page !== undefined) {
     const { offset, limit } = spec.page;
     // The page never reaches past `top`.

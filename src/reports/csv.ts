@@ -35,20 +35,45 @@ export function csvRow(
   ]);
 }
 
-/** A whole CSV document, header first, for exports of any size. */
-export async function* csvDocument(
+/** Columns before the group keys, e.g. the leaderboard's rank: a header and each row's cell. */
+export interface LeadingColumn<R> {
+  header: string;
+  cell(row: R): string | number;
+}
+
+/** A whole CSV document, header first, for exports of any size (and for whole reports too). */
+export async function* csvDocument<R extends ReportRow>(
   groupBy: readonly Dimension[],
-  rows: AsyncIterable<ReportRow>,
+  rows: AsyncIterable<R> | Iterable<R>,
+  leading: ReadonlyArray<LeadingColumn<R>> = [],
 ): AsyncGenerator<string> {
-  yield csvHeader(groupBy);
+  yield csvHeader(
+    groupBy,
+    leading.map((c) => c.header),
+  );
   // Lines go out in batches: one write per row would dominate the time of a large export.
   let batch = '';
   for await (const row of rows) {
-    batch += csvRow(groupBy, row);
+    batch += csvRow(
+      groupBy,
+      row,
+      leading.map((c) => c.cell(row)),
+    );
     if (batch.length >= 64 * 1024) {
       yield batch;
       batch = '';
     }
   }
   if (batch !== '') yield batch;
+}
+
+/** A whole CSV document as one string, for reports already in memory. */
+export async function csvText<R extends ReportRow>(
+  groupBy: readonly Dimension[],
+  rows: readonly R[],
+  leading: ReadonlyArray<LeadingColumn<R>> = [],
+): Promise<string> {
+  let text = '';
+  for await (const part of csvDocument(groupBy, rows, leading)) text += part;
+  return text;
 }

@@ -3,6 +3,7 @@ import { fromMicros } from '../money.js';
 import { aggregateQuery, type AggregateRow } from './aggregate-sql.js';
 import { GROUP_KEY, periodRange, type Dimension, type ReportInput } from './params.js';
 import { planSources } from './plan.js';
+import { DAY_MS } from './rollups.js';
 import { streamRows, type Page } from './stream-rows.js';
 
 export type GroupValue = string | null;
@@ -23,8 +24,6 @@ export interface ReportMeta {
   sort: string;
   total_groups: number;
 }
-
-const DAY_MS = 86_400_000;
 
 function groupValue(dim: Dimension, value: string | number | null | undefined): GroupValue {
   if (value === null || value === undefined) return null;

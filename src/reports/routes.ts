@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox';
 import { getUsage } from '../billing/usage.js';
 import { orgCtx } from '../http/app-types.js';
 import { errorResponses } from '../http/schemas.js';
-import { csvDocument, csvHeader, csvRow } from './csv.js';
+import { csvText } from './csv.js';
 import { reportInput, type ReportQueryString } from './input.js';
 import type { Metric } from './params.js';
 import { openExport } from './export.js';
@@ -37,8 +37,7 @@ function groupedRoute(app: FastifyInstance, path: string, sort: Metric, summary:
       const input = reportInput(request.query, { sort });
       const report = await buildReport({ ctx: orgCtx(app, request), input });
       if (request.query.format !== 'csv') return report;
-      const body = csvHeader(input.groupBy) + report.rows.map((row) => csvRow(input.groupBy, row)).join('');
-      return reply.type(CSV_TYPE).send(body);
+      return reply.type(CSV_TYPE).send(await csvText(input.groupBy, report.rows));
     },
   );
 }
@@ -63,10 +62,8 @@ export function registerReportRoutes(app: FastifyInstance): void {
       const report = await buildReport({ ctx: orgCtx(app, request), input });
       const rows = report.rows.map((row, i) => ({ rank: i + 1, ...row }));
       if (request.query.format !== 'csv') return { ...report, rows };
-      const body =
-        csvHeader(input.groupBy, ['rank']) +
-        rows.map((row) => csvRow(input.groupBy, row, [row.rank])).join('');
-      return reply.type(CSV_TYPE).send(body);
+      const rank = { header: 'rank', cell: (row: (typeof rows)[number]) => row.rank };
+      return reply.type(CSV_TYPE).send(await csvText(input.groupBy, rows, [rank]));
     },
   );
 
