@@ -3,7 +3,6 @@ import type { DbOrTrx, Engine } from '../storage/db.js';
 import type { Dimension, Metric, ReportFilters } from './params.js';
 import type { Source } from './plan.js';
 import { ALL_OUTCOMES } from './rollups.js';
-import type { Page } from './stream-rows.js';
 
 /** One aggregated row as the database returns it: g0…gN are the group values in group_by order. */
 export type AggregateRow = Record<string, string | number | null> & {
@@ -22,8 +21,6 @@ export interface AggregateSpec {
   sources: readonly Source[];
   sort: Metric;
   top: number | null;
-  /** One page of the (top-cut) rows, for exports read in pages. */
-  page?: Page;
 }
 
 type Side = Source['kind'];
@@ -169,11 +166,6 @@ export function aggregateQuery(db: DbOrTrx, spec: AggregateSpec) {
       sql<number>`COUNT(*) OVER ()`.as('total_groups'),
     ])
     .orderBy(sql`${METRIC_SQL[spec.sort]} DESC, ${sql.join(tieBreaks)}`);
-  if (spec.page !== undefined) {
-    const { offset, limit } = spec.page;
-    // The page never reaches past `top`.
-    const rest = spec.top === null ? limit : Math.max(0, Math.min(limit, spec.top - offset));
-    query = query.limit(rest).offset(offset);
-  } else if (spec.top !== null) query = query.limit(spec.top);
+  if (spec.top !== null) query = query.limit(spec.top);
   return query.$castTo<AggregateRow>();
 }

@@ -4,7 +4,7 @@ import { aggregateQuery, type AggregateRow } from './aggregate-sql.js';
 import { GROUP_KEY, periodRange, type Dimension, type ReportInput } from './params.js';
 import { planSources } from './plan.js';
 import { DAY_MS } from './rollups.js';
-import { streamRows, type Page } from './stream-rows.js';
+import { streamRows } from './stream-rows.js';
 
 export type GroupValue = string | null;
 
@@ -68,8 +68,7 @@ async function prepare(ctx: OrgCtx, input: ReportInput, options: ReportOptions) 
   const now = ctx.clock.now().getTime();
   const range = periodRange(input.period, now, input.period === 'all' ? await earliestEvent(ctx) : null);
   const sources = planSources(range, input.groupBy, input.filters, options);
-  // One range for every page of an export, however long it takes to read.
-  const query = (page: Page | null) =>
+  const query = () =>
     aggregateQuery(ctx.db, {
       engine: ctx.engine,
       orgId: ctx.org.id,
@@ -78,7 +77,6 @@ async function prepare(ctx: OrgCtx, input: ReportInput, options: ReportOptions) 
       sources,
       sort: input.sort,
       top: input.top,
-      ...(page === null ? {} : { page }),
     });
   const meta = (totalGroups: number): ReportMeta => ({
     period: input.period,
@@ -101,7 +99,7 @@ export async function buildReport({
   options?: ReportOptions;
 }) {
   const { query, meta } = await prepare(ctx, input, options);
-  const rows = await query(null).execute();
+  const rows = await query().execute();
   const totalGroups = rows[0] === undefined ? 0 : Number(rows[0].total_groups);
   return {
     meta: meta(totalGroups),
@@ -121,5 +119,5 @@ export async function* streamReport({
   input: ReportInput;
 }): AsyncGenerator<ReportRow> {
   const { query } = await prepare(ctx, input, {});
-  for await (const row of streamRows(ctx.db, ctx.engine, query)) yield toReportRow(input.groupBy, row);
+  for await (const row of streamRows(ctx.db, ctx.engine, query())) yield toReportRow(input.groupBy, row);
 }
