@@ -2,7 +2,7 @@ import { sql, type RawBuilder } from 'kysely';
 import type { DbOrTrx, Engine } from '../storage/db.js';
 import type { Dimension, Metric, ReportFilters } from './params.js';
 import type { Source } from './plan.js';
-import { ALL_OUTCOMES } from './rollups.js';
+import { ALL_OUTCOMES, DAY_MS, clientKey } from './rollups.js';
 
 /** One aggregated row as the database returns it: g0…gN are the group values in group_by order. */
 export type AggregateRow = Record<string, string | number | null> & {
@@ -10,7 +10,7 @@ export type AggregateRow = Record<string, string | number | null> & {
   h: number;
   c: number;
   a: number;
-  total_groups: number;
+  total_groups?: number;
 };
 
 export interface AggregateSpec {
@@ -21,24 +21,29 @@ export interface AggregateSpec {
   sources: readonly Source[];
   sort: Metric;
   top: number | null;
+  /** Whether rows carry `total_groups` (a window over every group; exports do without). */
+  totalGroups: boolean;
 }
 
 type Side = Source['kind'];
 
 function dayNumber(side: Side): RawBuilder<number> {
-  return side === 'rollup' ? sql<number>`day` : sql<number>`(occurred_at / ${sql.lit(86_400_000)})`;
+  return side === 'rollup' ? sql<number>`day` : sql<number>`(occurred_at / ${sql.lit(DAY_MS)})`;
 }
 
 /** A dimension's value on one side of the union; time buckets are epoch-day numbers or 'YYYY-MM'. */
 function dimension(dim: Dimension, side: Side, engine: Engine): RawBuilder<unknown> {
   const day = dayNumber(side);
   switch (dim) {
+    // Rollup rows name agents and task types in columns of the same name as events do.
     case 'agent':
-      return side === 'rollup' ? sql`key` : sql`agent_id`;
+      return sql`agent_id`;
     case 'task_type':
-      return side === 'rollup' ? sql`key` : sql`task_type`;
+      return sql`task_type`;
     case 'client':
-      return side === 'rollup' ? sql`CASE WHEN key = '' THEN NULL ELSE substr(key, 2) END` : sql`client_id`;
+      return side === 'rollup'
+        ? sql`CASE WHEN client_key = '' THEN NULL ELSE substr(client_key, 2) END`
+        : sql`client_id`;
     case 'day':
       return day;
     case 'week':
@@ -96,11 +101,13 @@ function rawConditions(spec: AggregateSpec, from: number, to: number): RawBuilde
 /**
  * SQLite's planner likes to walk events_org_agent to save a sort for GROUP BY agent_id, which
  * reads every event of the organisation in random order; the time index reads only the window.
- * An agent or task type filter narrows better through its own index, so the planner keeps those.
+ * Over a long window an agent or task type filter narrows better through its own index, so the
+ * planner keeps those; the partial day at an edge of a window is always read by time.
  */
-function rawIndex(spec: AggregateSpec): RawBuilder<unknown> {
+function rawIndex(spec: AggregateSpec, from: number, to: number): RawBuilder<unknown> {
   const narrowed = spec.filters.agentId !== undefined || spec.filters.taskType !== undefined;
-  return spec.engine === 'sqlite' && !narrowed ? sql` INDEXED BY events_org_occurred` : sql``;
+  const byTime = !narrowed || to - from <= DAY_MS;
+  return spec.engine === 'sqlite' && byTime ? sql` INDEXED BY events_org_occurred` : sql``;
 }
 
 function sideQuery(spec: AggregateSpec, source: Source): RawBuilder<unknown> {
@@ -113,16 +120,21 @@ function sideQuery(spec: AggregateSpec, source: Source): RawBuilder<unknown> {
   if (source.kind === 'raw') {
     const metrics = sql`COUNT(*) AS events, SUM(hours_saved_micros) AS h, SUM(cost_saved_micros) AS c, SUM(COALESCE(agent_cost_micros, 0)) AS a`;
     const where = sql.join(rawConditions(spec, source.from, source.to), sql` AND `);
-    return sql`SELECT ${sql.join([...groups, metrics])} FROM events${rawIndex(spec)} WHERE ${where}${groupBy}`;
+    return sql`SELECT ${sql.join([...groups, metrics])} FROM events${rawIndex(spec, source.from, source.to)} WHERE ${where}${groupBy}`;
   }
+  // The key's order: the grain's rows of one outcome are one range of days.
+  const { filters } = spec;
   const where = [
     sql`org_id = ${spec.orgId}`,
     sql`grain = ${source.grain}`,
+    sql`outcome = ${filters.outcome ?? ALL_OUTCOMES}`,
     sql`day >= ${source.fromDay}`,
     sql`day < ${source.toDay}`,
   ];
-  if (source.key !== null) where.push(sql`key = ${source.key}`);
-  where.push(sql`outcome = ${spec.filters.outcome ?? ALL_OUTCOMES}`);
+  // The grain keeps every filtered dimension (chooseGrain), so filters apply to its columns.
+  if (filters.agentId !== undefined) where.push(sql`agent_id = ${filters.agentId}`);
+  if (filters.taskType !== undefined) where.push(sql`task_type = ${filters.taskType}`);
+  if (filters.clientId !== undefined) where.push(sql`client_key = ${clientKey(filters.clientId)}`);
   const metrics = sql`SUM(events) AS events, SUM(hours_saved_micros) AS h, SUM(cost_saved_micros) AS c, SUM(agent_cost_micros) AS a`;
   return sql`SELECT ${sql.join([...groups, metrics])} FROM report_rollups WHERE ${sql.join(where, sql` AND `)}${groupBy}`;
 }
@@ -163,8 +175,8 @@ export function aggregateQuery(db: DbOrTrx, spec: AggregateSpec) {
       METRIC_SQL.hours_saved.as('h'),
       METRIC_SQL.cost_saved.as('c'),
       METRIC_SQL.agent_cost.as('a'),
-      sql<number>`COUNT(*) OVER ()`.as('total_groups'),
     ])
+    .$if(spec.totalGroups, (q) => q.select(sql<number>`COUNT(*) OVER ()`.as('total_groups')))
     .orderBy(sql`${METRIC_SQL[spec.sort]} DESC, ${sql.join(tieBreaks)}`);
   if (spec.top !== null) query = query.limit(spec.top);
   return query.$castTo<AggregateRow>();

@@ -68,7 +68,7 @@ async function prepare(ctx: OrgCtx, input: ReportInput, options: ReportOptions) 
   const now = ctx.clock.now().getTime();
   const range = periodRange(input.period, now, input.period === 'all' ? await earliestEvent(ctx) : null);
   const sources = planSources(range, input.groupBy, input.filters, options);
-  const query = () =>
+  const query = (totalGroups: boolean) =>
     aggregateQuery(ctx.db, {
       engine: ctx.engine,
       orgId: ctx.org.id,
@@ -77,6 +77,7 @@ async function prepare(ctx: OrgCtx, input: ReportInput, options: ReportOptions) 
       sources,
       sort: input.sort,
       top: input.top,
+      totalGroups,
     });
   const meta = (totalGroups: number): ReportMeta => ({
     period: input.period,
@@ -99,7 +100,7 @@ export async function buildReport({
   options?: ReportOptions;
 }) {
   const { query, meta } = await prepare(ctx, input, options);
-  const rows = await query().execute();
+  const rows = await query(true).execute();
   const totalGroups = rows[0] === undefined ? 0 : Number(rows[0].total_groups);
   return {
     meta: meta(totalGroups),
@@ -119,5 +120,5 @@ export async function* streamReport({
   input: ReportInput;
 }): AsyncGenerator<ReportRow> {
   const { query } = await prepare(ctx, input, {});
-  for await (const row of streamRows(ctx.db, ctx.engine, query())) yield toReportRow(input.groupBy, row);
+  for await (const row of streamRows(ctx.db, ctx.engine, query(false))) yield toReportRow(input.groupBy, row);
 }

@@ -3,9 +3,21 @@ import type { EventRow, ReportRollupsTable } from '../storage/schema.js';
 
 export const DAY_MS = 86_400_000;
 
-/** The grains kept per day; a report uses the smallest one that covers its group_by and filters. */
-export const GRAINS = ['all', 'agent', 'task_type', 'client'] as const;
-export type Grain = (typeof GRAINS)[number];
+/** The dimensions a rollup grain can keep. */
+export type Keyed = 'agent' | 'task_type' | 'client';
+
+/**
+ * The grains kept per day, each with the dimensions its rows are by. A report uses the grain
+ * whose dimensions are exactly the ones its group_by and filters touch; others run on raw events.
+ */
+export const GRAINS = {
+  all: [],
+  agent: ['agent'],
+  task_type: ['task_type'],
+  client: ['client'],
+  'agent+task_type': ['agent', 'task_type'],
+} as const satisfies Record<string, readonly Keyed[]>;
+export type Grain = keyof typeof GRAINS;
 
 /** The outcome value of the rollup rows that hold every outcome together. */
 export const ALL_OUTCOMES = '*';
@@ -17,39 +29,33 @@ export function clientKey(clientId: string | null): string {
 
 type Delta = Omit<ReportRollupsTable, 'shard'> & { shard: number };
 
-function keyOf(row: EventRow, grain: Grain): string {
-  switch (grain) {
-    case 'all':
-      return '';
-    case 'agent':
-      return row.agent_id;
-    case 'task_type':
-      return row.task_type;
-    case 'client':
-      return clientKey(row.client_id);
-  }
-}
+const GRAIN_ENTRIES = Object.entries(GRAINS) as Array<[Grain, readonly Keyed[]]>;
 
 /** The rollup increments of some events, merged by rollup key (one delta per key). */
 export function rollupDeltas(rows: readonly EventRow[], shard = 0): Delta[] {
   const byKey = new Map<string, Delta>();
   for (const row of rows) {
     const day = Math.floor(Number(row.occurred_at) / DAY_MS);
-    for (const grain of GRAINS) {
-      const key = keyOf(row, grain);
+    for (const [grain, dims] of GRAIN_ENTRIES) {
+      const agentId = dims.includes('agent') ? row.agent_id : '';
+      const taskType = dims.includes('task_type') ? row.task_type : '';
+      const client = dims.includes('client') ? clientKey(row.client_id) : '';
       // Each event counts in its outcome's row and in the all-outcomes row ('*'): reports
       // without an outcome filter read a third of the rows.
       for (const outcome of [ALL_OUTCOMES, row.outcome]) {
-        // A batch can hold several organisations' events (group commit): the org is part of the key.
-        const id = `${row.org_id}\u0001${grain}\u0001${day}\u0001${key}\u0001${outcome}`;
+        // A batch can hold several organisations' events (group commit): the org is part of the
+        // key. Ids are free text, so the key is JSON rather than joined with a separator.
+        const id = JSON.stringify([row.org_id, grain, outcome, day, agentId, taskType, client]);
         let delta = byKey.get(id);
         if (!delta) {
           delta = {
             org_id: row.org_id,
             grain,
-            day,
-            key,
             outcome,
+            day,
+            agent_id: agentId,
+            task_type: taskType,
+            client_key: client,
             shard,
             events: 0,
             hours_saved_micros: 0,
@@ -69,7 +75,7 @@ export function rollupDeltas(rows: readonly EventRow[], shard = 0): Delta[] {
   return [...byKey.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, delta]) => delta);
 }
 
-// 9 columns per row stays well under SQLite's and PostgreSQL's bound-parameter limits.
+// 12 columns per row stays well under SQLite's and PostgreSQL's bound-parameter limits.
 const CHUNK = 1000;
 
 /** Adds deltas to the rollups: one multi-row upsert per chunk (one statement per tracked event). */
@@ -79,24 +85,26 @@ export async function applyRollupDeltas(db: DbOrTrx, deltas: readonly Delta[]): 
       .insertInto('report_rollups')
       .values(deltas.slice(i, i + CHUNK))
       .onConflict((oc) =>
-        oc.columns(['org_id', 'grain', 'day', 'key', 'outcome', 'shard']).doUpdateSet((eb) => ({
-          events: eb('report_rollups.events', '+', eb.ref('excluded.events')),
-          hours_saved_micros: eb(
-            'report_rollups.hours_saved_micros',
-            '+',
-            eb.ref('excluded.hours_saved_micros'),
-          ),
-          cost_saved_micros: eb(
-            'report_rollups.cost_saved_micros',
-            '+',
-            eb.ref('excluded.cost_saved_micros'),
-          ),
-          agent_cost_micros: eb(
-            'report_rollups.agent_cost_micros',
-            '+',
-            eb.ref('excluded.agent_cost_micros'),
-          ),
-        })),
+        oc
+          .columns(['org_id', 'grain', 'outcome', 'day', 'agent_id', 'task_type', 'client_key', 'shard'])
+          .doUpdateSet((eb) => ({
+            events: eb('report_rollups.events', '+', eb.ref('excluded.events')),
+            hours_saved_micros: eb(
+              'report_rollups.hours_saved_micros',
+              '+',
+              eb.ref('excluded.hours_saved_micros'),
+            ),
+            cost_saved_micros: eb(
+              'report_rollups.cost_saved_micros',
+              '+',
+              eb.ref('excluded.cost_saved_micros'),
+            ),
+            agent_cost_micros: eb(
+              'report_rollups.agent_cost_micros',
+              '+',
+              eb.ref('excluded.agent_cost_micros'),
+            ),
+          })),
       )
       .execute();
   }

@@ -112,9 +112,13 @@ export interface AgentsTable {
 export interface ReportRollupsTable {
   org_id: string;
   grain: string;
-  day: number;
-  key: string;
   outcome: string;
+  day: number;
+  /** The grain's keys; '' for a dimension the grain does not keep. */
+  agent_id: string;
+  task_type: string;
+  /** 'c' + client_id, or '' for events without a client. */
+  client_key: string;
   shard: Generated<number>;
   events: number;
   hours_saved_micros: number;

@@ -1,6 +1,8 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Outcome } from '../../src/orgs/organizations.js';
 import { buildReport } from '../../src/reports/report.js';
+import type { StoredEvent } from '../../src/tracking/events.js';
 import { ENGINES } from '../support/engines.js';
 import { createHarness, type Harness } from '../support/harness.js';
 import { expectedRows, type Dim } from './reference.js';
@@ -25,6 +27,28 @@ const groupByArb = fc
   .shuffledSubarray(['agent', 'task_type', 'client', 'day', 'week', 'month'] as Dim[], { minLength: 1 })
   .filter((g) => g.length > 0);
 
+/** Filters a report can carry, as query parameters; any of them may be absent. */
+const filtersArb = fc.record(
+  {
+    agent_id: fc.constantFrom('a', '=x'),
+    task_type: fc.constantFrom('support_ticket_reply', 'custom_thing'),
+    client_id: fc.constantFrom('k1', 'k2'),
+    outcome: fc.constantFrom('success', 'needs_review'),
+  },
+  { requiredKeys: [] },
+);
+
+type Filters = { agent_id?: string; task_type?: string; client_id?: string; outcome?: string };
+
+function matches(e: StoredEvent, filters: Filters): boolean {
+  return (
+    (filters.agent_id === undefined || e.agent_id === filters.agent_id) &&
+    (filters.task_type === undefined || e.task_type === filters.task_type) &&
+    (filters.client_id === undefined || e.metadata?.client_id === filters.client_id) &&
+    (filters.outcome === undefined || e.outcome === filters.outcome)
+  );
+}
+
 describe.each(ENGINES)('report totals equal the sum of event values (%s)', (engine) => {
   let h: Harness;
   beforeAll(async () => {
@@ -32,18 +56,20 @@ describe.each(ENGINES)('report totals equal the sum of event values (%s)', (engi
   });
   afterAll(async () => h.close());
 
-  it('for random events, group-bys, periods and sorts', async () => {
+  it('for random events, group-bys, filters, periods and sorts', async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.array(eventArb, { maxLength: 20 }),
         groupByArb,
         fc.constantFrom('24h', '7d', '30d', '90d') as fc.Arbitrary<keyof typeof FROM>,
         fc.constantFrom('events', 'hours_saved', 'cost_saved', 'agent_cost', 'net_saved' as const),
-        async (seeded, groupBy, period, sort) => {
+        filtersArb,
+        async (seeded, groupBy, period, sort, filters) => {
           const org = await h.createOrg({ plan: 'pro' });
           const ctx = await h.orgCtx(org);
-          const events = await seed(ctx, seeded);
-          const url = `/v1/reports/time-saved?period=${period}&group_by=${groupBy.join(',')}&sort=${sort}`;
+          const events = (await seed(ctx, seeded)).filter((e) => matches(e, filters));
+          const query = new URLSearchParams({ period, group_by: groupBy.join(','), sort, ...filters });
+          const url = `/v1/reports/time-saved?${query}`;
           const res = await h.request({ method: 'GET', url, apiKey: org.apiKey });
           expect(res.statusCode).toBe(200);
           const body = res.json();
@@ -66,12 +92,24 @@ describe.each(ENGINES)('report totals equal the sum of event values (%s)', (engi
           );
 
           // The rollup path and the plain GROUP BY over raw events agree row for row.
-          const input = { period, groupBy, sort, top: null, filters: { metadata: [] } };
+          const input = {
+            period,
+            groupBy,
+            sort,
+            top: null,
+            filters: {
+              agentId: filters.agent_id,
+              taskType: filters.task_type,
+              clientId: filters.client_id,
+              outcome: filters.outcome as Outcome | undefined,
+              metadata: [],
+            },
+          };
           const raw = await buildReport({ ctx, input, options: { forceRaw: true } });
           expect(raw.rows).toEqual(body.rows);
         },
       ),
-      { numRuns: 25 },
+      { numRuns: 40 },
     );
   });
 });
