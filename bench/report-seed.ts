@@ -2,6 +2,11 @@
  * Seeds the report benchmark: one organisation, 200 agents, 50 task types, 20 clients (plus
  * events without one), events spread over the 90 days before `now`. Rows go in directly in big
  * transactions, with the rollups built by the same function tracking calls.
+ *
+ * Shape `specialised` (the default) is how organisations use agents: each agent does one to four
+ * task types of its own (500 agent × task type pairs in all), and a few clients bring most of the
+ * work (client weights 1/rank). Shape `uniform` draws agent, task type and client
+ * independently and uniformly (10,000 pairs, each on most days): the worst case for rollups.
  */
 import { BUILTIN_TASK_TYPES } from '../src/catalogue/builtins.js';
 import { recordRollups } from '../src/reports/rollups.js';
@@ -10,8 +15,26 @@ import type { EventRow } from '../src/storage/schema.js';
 
 const DAY_MS = 86_400_000;
 const OUTCOMES = ['success', 'success', 'success', 'needs_review', 'failure'] as const;
+const AGENTS = 200;
+const CLIENTS = 20;
 const ROWS_PER_INSERT = 500;
 const ROWS_PER_TRANSACTION = 20_000;
+
+export type Shape = 'specialised' | 'uniform';
+
+/** Agent i's own task types: 1 + i mod 4 of them, neighbours in the catalogue (one area of work). */
+function agentTasks(agent: number): number[] {
+  const first = (agent * 13) % BUILTIN_TASK_TYPES.length;
+  return Array.from({ length: 1 + (agent % 4) }, (_, j) => (first + j) % BUILTIN_TASK_TYPES.length);
+}
+
+/** Cumulative client weights 1/rank, for drawing client r with probability ∝ 1/(r + 1). */
+const CLIENT_CDF = (() => {
+  const weights = Array.from({ length: CLIENTS }, (_, r) => 1 / (r + 1));
+  const total = weights.reduce((a, b) => a + b, 0);
+  let sum = 0;
+  return weights.map((w) => (sum += w / total));
+})();
 
 function rng(seed: number): () => number {
   let s = seed >>> 0;
@@ -21,19 +44,36 @@ function rng(seed: number): () => number {
   };
 }
 
-function makeRow(i: number, total: number, orgId: string, now: number, rand: () => number): EventRow {
-  const task = BUILTIN_TASK_TYPES[Math.floor(rand() * BUILTIN_TASK_TYPES.length)];
+function makeRow(
+  i: number,
+  total: number,
+  orgId: string,
+  now: number,
+  rand: () => number,
+  shape: Shape,
+): EventRow {
+  const agent = Math.floor(rand() * AGENTS);
+  const tasks = agentTasks(agent);
+  const taskIndex =
+    shape === 'uniform'
+      ? Math.floor(rand() * BUILTIN_TASK_TYPES.length)
+      : (tasks[Math.floor(rand() * tasks.length)] ?? 0);
+  const task = BUILTIN_TASK_TYPES[taskIndex];
   const minutes = task?.default_baseline_minutes ?? 10;
   const outcome = OUTCOMES[Math.floor(rand() * OUTCOMES.length)] ?? 'success';
   const credit = outcome === 'success' ? 1 : outcome === 'needs_review' ? 0.5 : 0;
   const hours = Math.round((minutes * credit * 1e6) / 60);
-  const client = rand() < 0.05 ? null : `client-${String(Math.floor(rand() * 20)).padStart(2, '0')}`;
+  const r = rand();
+  // findIndex finds nothing only when rounding left the last sum a hair under r.
+  const drawn = CLIENT_CDF.findIndex((c) => r < c);
+  const clientIndex = shape === 'uniform' ? Math.floor(r * CLIENTS) : drawn === -1 ? CLIENTS - 1 : drawn;
+  const client = rand() < 0.05 ? null : `client-${String(clientIndex).padStart(2, '0')}`;
   // Events arrive roughly in time order, as tracking stores them: oldest first, a little jitter.
   const occurredAt = Math.min(now, now - 90 * DAY_MS + Math.floor(((i + rand()) * 90 * DAY_MS) / total));
   return {
     id: `evt_${String(i).padStart(26, '0')}`,
     org_id: orgId,
-    agent_id: `agent-${String(Math.floor(rand() * 200)).padStart(3, '0')}`,
+    agent_id: `agent-${String(agent).padStart(3, '0')}`,
     task_type: task?.key ?? 'support_ticket_reply',
     outcome,
     client_id: client,
@@ -58,12 +98,18 @@ function makeRow(i: number, total: number, orgId: string, now: number, rand: () 
   };
 }
 
-export async function seedEvents(db: Db, orgId: string, now: number, total: number): Promise<void> {
+export async function seedEvents(
+  db: Db,
+  orgId: string,
+  now: number,
+  total: number,
+  shape: Shape = 'specialised',
+): Promise<void> {
   const rand = rng(7);
   for (let start = 0; start < total; start += ROWS_PER_TRANSACTION) {
     const rows: EventRow[] = [];
     for (let i = start; i < Math.min(total, start + ROWS_PER_TRANSACTION); i++)
-      rows.push(makeRow(i, total, orgId, now, rand));
+      rows.push(makeRow(i, total, orgId, now, rand, shape));
     await db.transaction().execute(async (trx) => {
       for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) {
         await trx
