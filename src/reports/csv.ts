@@ -5,11 +5,14 @@ export const METRIC_COLUMNS = ['events', 'hours_saved', 'cost_saved', 'agent_cos
 
 // A spreadsheet runs a cell that starts like a formula; a leading ' makes it plain text.
 const FORMULA_START = /^[=+\-@\t\r]/;
+// Text that is neither formula-like nor needs quotes goes out as it is (most cells): one test.
+const SPECIAL = /^[=+\-@\t\r]|[",\r\n]/;
 
 /** One RFC 4180 cell. Text is neutralised against formula injection; numbers never are. */
 export function csvCell(value: string | number | null): string {
   if (value === null) return '';
   if (typeof value === 'number') return String(value);
+  if (!SPECIAL.test(value)) return value;
   const text = FORMULA_START.test(value) ? `'${value}` : value;
   return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
 }

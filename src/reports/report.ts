@@ -25,10 +25,23 @@ export interface ReportMeta {
   total_groups: number;
 }
 
+// YYYY-MM-DD of epoch days already seen: an export repeats each day on many rows. A few
+// thousand entries cover decades.
+const DAY_TEXT = new Map<number, string>();
+
+function dayText(epochDay: number): string {
+  let text = DAY_TEXT.get(epochDay);
+  if (text === undefined) {
+    text = new Date(epochDay * DAY_MS).toISOString().slice(0, 10);
+    DAY_TEXT.set(epochDay, text);
+  }
+  return text;
+}
+
 function groupValue(dim: Dimension, value: string | number | null | undefined): GroupValue {
   if (value === null || value === undefined) return null;
   // Day and week buckets arrive as epoch-day numbers.
-  if (dim === 'day' || dim === 'week') return new Date(Number(value) * DAY_MS).toISOString().slice(0, 10);
+  if (dim === 'day' || dim === 'week') return dayText(Number(value));
   return String(value);
 }
 
