@@ -1,5 +1,13 @@
 import type { DbOrTrx } from '../storage/db.js';
 
+/** Events to add to an organisation's month, in one shard of its counter. */
+export interface UsageIncrement {
+  org_id: string;
+  month: string;
+  shard: number;
+  events: number;
+}
+
 /** `YYYY-MM` of a time, in UTC: the usage month counts by time of receipt. */
 export function usageMonth(at: Date): string {
   return at.toISOString().slice(0, 7);
@@ -20,15 +28,7 @@ export async function countEvents(
   cap: number | null,
   shard = 0,
 ): Promise<number> {
-  await db
-    .insertInto('usage_monthly')
-    .values({ org_id: orgId, month, shard: cap === null ? shard : 0, events: n })
-    .onConflict((oc) =>
-      oc
-        .columns(['org_id', 'month', 'shard'])
-        .doUpdateSet((eb) => ({ events: eb('usage_monthly.events', '+', n) })),
-    )
-    .execute();
+  await addUsage(db, [{ org_id: orgId, month, shard: cap === null ? shard : 0, events: n }]).execute();
   if (cap === null) return n;
   const after = await monthEvents(db, orgId, month);
   if (after <= cap) return n;
@@ -52,4 +52,19 @@ export async function monthEvents(db: DbOrTrx, orgId: string, month: string): Pr
     .where('month', '=', month)
     .executeTakeFirst();
   return Number(row?.events ?? 0);
+}
+
+/**
+ * The statement adding `increments` (one per organisation, month and shard) to the counters,
+ * unexecuted so it can go into a larger statement.
+ */
+export function addUsage(db: DbOrTrx, increments: readonly UsageIncrement[]) {
+  return db
+    .insertInto('usage_monthly')
+    .values(increments)
+    .onConflict((oc) =>
+      oc
+        .columns(['org_id', 'month', 'shard'])
+        .doUpdateSet((eb) => ({ events: eb('usage_monthly.events', '+', eb.ref('excluded.events')) })),
+    );
 }

@@ -27,13 +27,13 @@ export function clientKey(clientId: string | null): string {
   return clientId === null ? '' : `c${clientId}`;
 }
 
-type Delta = Omit<ReportRollupsTable, 'shard'> & { shard: number };
+export type RollupDelta = Omit<ReportRollupsTable, 'shard'> & { shard: number };
 
 const GRAIN_ENTRIES = Object.entries(GRAINS) as Array<[Grain, readonly Keyed[]]>;
 
 /** The rollup increments of some events, merged by rollup key (one delta per key). */
-export function rollupDeltas(rows: readonly EventRow[], shard = 0): Delta[] {
-  const byKey = new Map<string, Delta>();
+export function rollupDeltas(rows: readonly EventRow[], shard = 0): RollupDelta[] {
+  const byKey = new Map<string, RollupDelta>();
   for (const row of rows) {
     const day = Math.floor(Number(row.occurred_at) / DAY_MS);
     for (const [grain, dims] of GRAIN_ENTRIES) {
@@ -78,36 +78,39 @@ export function rollupDeltas(rows: readonly EventRow[], shard = 0): Delta[] {
 // 12 columns per row stays well under SQLite's and PostgreSQL's bound-parameter limits.
 const CHUNK = 1000;
 
-/** Adds deltas to the rollups: one multi-row upsert per chunk (one statement per tracked event). */
-export async function applyRollupDeltas(db: DbOrTrx, deltas: readonly Delta[]): Promise<void> {
-  for (let i = 0; i < deltas.length; i += CHUNK) {
-    await db
-      .insertInto('report_rollups')
-      .values(deltas.slice(i, i + CHUNK))
-      .onConflict((oc) =>
-        oc
-          .columns(['org_id', 'grain', 'outcome', 'day', 'agent_id', 'task_type', 'client_key', 'shard'])
-          .doUpdateSet((eb) => ({
-            events: eb('report_rollups.events', '+', eb.ref('excluded.events')),
-            hours_saved_micros: eb(
-              'report_rollups.hours_saved_micros',
-              '+',
-              eb.ref('excluded.hours_saved_micros'),
-            ),
-            cost_saved_micros: eb(
-              'report_rollups.cost_saved_micros',
-              '+',
-              eb.ref('excluded.cost_saved_micros'),
-            ),
-            agent_cost_micros: eb(
-              'report_rollups.agent_cost_micros',
-              '+',
-              eb.ref('excluded.agent_cost_micros'),
-            ),
-          })),
-      )
-      .execute();
-  }
+/** The upsert that adds `deltas` to the rollups, unexecuted, so it can join a larger statement. */
+export function upsertRollups(db: DbOrTrx, deltas: readonly RollupDelta[]) {
+  return db
+    .insertInto('report_rollups')
+    .values([...deltas])
+    .onConflict((oc) =>
+      oc
+        .columns(['org_id', 'grain', 'outcome', 'day', 'agent_id', 'task_type', 'client_key', 'shard'])
+        .doUpdateSet((eb) => ({
+          events: eb('report_rollups.events', '+', eb.ref('excluded.events')),
+          hours_saved_micros: eb(
+            'report_rollups.hours_saved_micros',
+            '+',
+            eb.ref('excluded.hours_saved_micros'),
+          ),
+          cost_saved_micros: eb(
+            'report_rollups.cost_saved_micros',
+            '+',
+            eb.ref('excluded.cost_saved_micros'),
+          ),
+          agent_cost_micros: eb(
+            'report_rollups.agent_cost_micros',
+            '+',
+            eb.ref('excluded.agent_cost_micros'),
+          ),
+        })),
+    );
+}
+
+/** Adds deltas to the rollups: one multi-row upsert per chunk. */
+export async function applyRollupDeltas(db: DbOrTrx, deltas: readonly RollupDelta[]): Promise<void> {
+  for (let i = 0; i < deltas.length; i += CHUNK)
+    await upsertRollups(db, deltas.slice(i, i + CHUNK)).execute();
 }
 
 /** Keeps the rollups exact for events being created in the open transaction `db`. */

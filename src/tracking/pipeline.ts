@@ -7,10 +7,9 @@ import { eventView } from './events.js';
 import { claimIdempotencyKey, IDEMPOTENCY_WINDOW_MS } from './idempotency.js';
 import type { JobOutcome, TrackJob } from './job.js';
 import { computeSavings } from './savings.js';
+import { writeEvents } from './event-writes.js';
 import { onEventsCreated } from './side-effects.js';
 import { agentCostOf, checkOccurredAtWindow, clientIdOf } from './track-input.js';
-
-const INSERT_CHUNK = 200;
 
 function groupBy<T>(items: T[], key: (item: T) => string): Map<string, T[]> {
   const groups = new Map<string, T[]>();
@@ -90,26 +89,23 @@ export async function processBatch(db: DbOrTrx, jobs: TrackJob[], shard = 0): Pr
   }
   live = live.filter((l) => outcomes[l.index] === undefined);
 
-  live = await applyQuota(db, live, outcomes, 'capped');
+  live = await applyCappedQuota(db, live, outcomes);
 
   const rows = live.map((l) => eventRow(l.job, l.baseline));
-  for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
-    await db
-      .insertInto('events')
-      .values(rows.slice(i, i + INSERT_CHUNK))
-      .execute();
-  }
-  const newAgents = await recordAgents(db, rows);
+  const countUsageOf = new Set(live.filter((l) => !planOf(l.job).hard_cap).map((l) => l.job.ctx.org.id));
+  const newAgents = await writeEvents(db, rows, { shard, countUsageOf });
   const created = live.map((l, i) => {
     const row = rows[i] as EventRow;
     const event = eventView(row);
     outcomes[l.index] = { ok: { event, replayed: false } };
     return { ctx: { ...l.job.ctx, db }, row, event, isNewAgent: newAgents.has(row.id) };
   });
-  await onEventsCreated(db, created, shard);
-  // Last, like the rollups: the counter row is shared by every transaction of the organisation.
-  await applyQuota(db, live, outcomes, 'uncapped', shard);
+  await onEventsCreated(db, created);
   return outcomes;
+}
+
+function planOf(job: TrackJob) {
+  return job.ctx.config.plans[job.ctx.org.plan];
 }
 
 async function replayOf(db: DbOrTrx, eventId: string): Promise<JobOutcome> {
@@ -143,35 +139,26 @@ async function answerReplays(db: DbOrTrx, live: Live[], outcomes: JobOutcome[]):
 }
 
 /**
- * Counts the batch per organisation and month; calls past a hard cap get quota_exceeded.
- * Capped plans are counted before the events are written (the count decides which get in);
- * the others last, because the counter row stays locked until commit and other transactions
- * of the organisation wait for it.
+ * Counts the batch per organisation and month for plans with a hard cap, before the events are
+ * written: the count decides which get in; calls past the cap get quota_exceeded. (Plans without
+ * a cap are counted with the events, see writeEvents.)
  */
-async function applyQuota(
-  db: DbOrTrx,
-  live: Live[],
-  outcomes: JobOutcome[],
-  phase: 'capped' | 'uncapped',
-  shard = 0,
-): Promise<Live[]> {
-  const groups = [...groupBy(live, (l) => `${l.job.ctx.org.id} ${usageMonth(l.job.receivedAt)}`)].sort(
+async function applyCappedQuota(db: DbOrTrx, live: Live[], outcomes: JobOutcome[]): Promise<Live[]> {
+  const capped = live.filter((l) => planOf(l.job).hard_cap);
+  const groups = [...groupBy(capped, (l) => `${l.job.ctx.org.id} ${usageMonth(l.job.receivedAt)}`)].sort(
     ([a], [b]) => (a < b ? -1 : 1),
   );
   for (const [, group] of groups) {
     const first = group[0];
     if (!first) continue;
-    const { org, config } = first.job.ctx;
-    const plan = config.plans[org.plan];
-    if (plan.hard_cap !== (phase === 'capped')) continue;
-    const cap = plan.hard_cap ? plan.included_events_per_month : null;
+    const { org } = first.job.ctx;
+    const plan = planOf(first.job);
     const admitted = await countEvents(
       db,
       org.id,
       usageMonth(first.job.receivedAt),
       group.length,
-      cap,
-      shard,
+      plan.included_events_per_month,
     );
     for (const l of group.slice(admitted)) {
       outcomes[l.index] = {
@@ -191,37 +178,6 @@ async function applyQuota(
     }
   }
   return live.filter((l) => outcomes[l.index] === undefined);
-}
-
-/** Returns the ids of the events that are the first of their agent in the organisation. */
-async function recordAgents(db: DbOrTrx, rows: EventRow[]): Promise<Set<string>> {
-  const firsts = new Map<string, EventRow>();
-  for (const row of rows) {
-    const k = `${row.org_id}\n${row.agent_id}`;
-    if (!firsts.has(k)) firsts.set(k, row);
-  }
-  const candidates = [...firsts.values()].sort((a, b) =>
-    a.org_id === b.org_id ? a.agent_id.localeCompare(b.agent_id) : a.org_id.localeCompare(b.org_id),
-  );
-  const inserted = new Set<string>();
-  for (let i = 0; i < candidates.length; i += INSERT_CHUNK) {
-    const chunk = candidates.slice(i, i + INSERT_CHUNK);
-    const result = await db
-      .insertInto('agents')
-      .values(
-        chunk.map((r) => ({
-          org_id: r.org_id,
-          agent_id: r.agent_id,
-          first_event_id: r.id,
-          first_seen_at: r.received_at,
-        })),
-      )
-      .onConflict((oc) => oc.columns(['org_id', 'agent_id']).doNothing())
-      .returning('first_event_id')
-      .execute();
-    for (const r of result) inserted.add(r.first_event_id);
-  }
-  return inserted;
 }
 
 function eventRow(job: TrackJob, baseline: ResolvedBaseline | undefined): EventRow {

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES } from '../support/engines.js';
 import { createHarness, type Harness } from '../support/harness.js';
+import { unlimited } from '../reports/unlimited.js';
 
 const event = (i: number, extra: object = {}) => ({
   agent_id: `batch-agent-${i % 3}`,
@@ -95,6 +96,62 @@ describe.each(ENGINES)('POST /v1/track/batch (%s)', (engine) => {
     expect(next.headers['retry-after']).toBe('1');
     h.clock.advance(1000);
     expect((await batch([event(0)], org.apiKey)).statusCode).toBe(207);
+  });
+});
+
+describe.each(ENGINES)('POST /v1/track/batch, 500 events (%s)', (engine) => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await createHarness(engine, { plan: 'enterprise', rateLimiter: unlimited });
+  });
+  afterAll(async () => h.close());
+
+  it('writes events, agents, rollups and usage in full when the batch spans several statements', async () => {
+    // Distinct agents, task types, clients and days make every event add its own rollup rows.
+    const events = Array.from({ length: 500 }, (_, i) => ({
+      agent_id: `agent-${i}`,
+      task_type: i % 2 === 0 ? 'sales_crm_update' : 'dev_bug_fix',
+      outcome: i % 3 === 0 ? 'failure' : 'success',
+      occurred_at: new Date(Date.parse('2026-11-20T11:00:00Z') - (i % 25) * 86_400_000).toISOString(),
+      agent_cost: 0.01,
+      metadata: { client_id: `client-${i}` },
+    }));
+    const res = await h.request({ method: 'POST', url: '/v1/track/batch', payload: { events } });
+    expect(res.statusCode).toBe(207);
+    expect(res.json().data.every((d: { status: number }) => d.status === 201)).toBe(true);
+
+    const db = h.storage.db;
+    const stored = await db
+      .selectFrom('events')
+      .select((eb) => [eb.fn.countAll<number>().as('n'), eb.fn.sum<number>('hours_saved_micros').as('hours')])
+      .where('org_id', '=', h.org.id)
+      .executeTakeFirstOrThrow();
+    expect(Number(stored.n)).toBe(500);
+    const agents = await db
+      .selectFrom('agents')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('org_id', '=', h.org.id)
+      .executeTakeFirstOrThrow();
+    expect(Number(agents.n)).toBe(500);
+    for (const grain of ['all', 'agent', 'task_type', 'client']) {
+      const rollups = await db
+        .selectFrom('report_rollups')
+        .select((eb) => [
+          eb.fn.sum<number>('events').as('n'),
+          eb.fn.sum<number>('hours_saved_micros').as('hours'),
+        ])
+        .where('org_id', '=', h.org.id)
+        .where('grain', '=', grain)
+        .where('outcome', '=', '*')
+        .executeTakeFirstOrThrow();
+      expect([Number(rollups.n), Number(rollups.hours)]).toEqual([500, Number(stored.hours)]);
+    }
+    const usage = await db
+      .selectFrom('usage_monthly')
+      .select((eb) => eb.fn.sum<number>('events').as('n'))
+      .where('org_id', '=', h.org.id)
+      .executeTakeFirstOrThrow();
+    expect(Number(usage.n)).toBe(500);
   });
 });
 

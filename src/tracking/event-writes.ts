@@ -1,0 +1,96 @@
+import { PostgresAdapter, type QueryCreator } from 'kysely';
+import { addUsage, usageMonth, type UsageIncrement } from '../billing/usage-counter.js';
+import { rollupDeltas, upsertRollups } from '../reports/rollups.js';
+import type { DbOrTrx } from '../storage/db.js';
+import type { Database, EventRow } from '../storage/schema.js';
+
+// 200 events with their agents, rollups (up to 10 rows of 12 columns each) and usage: ~30,000
+// bound parameters, under SQLite's 32,766 per statement and PostgreSQL's 65,535.
+const CHUNK = 200;
+
+/**
+ * Writes new events with the rows that change with them (DESIGN §4): the agents seen for the
+ * first time, the report rollups in the caller's `shard`, and the month's usage of the
+ * organisations in `countUsageOf` (plans without a cap; capped plans are counted before the
+ * insert). On PostgreSQL each chunk is one statement of data-modifying CTEs: one round trip
+ * instead of four. Returns the ids of the events that are the first of their agent.
+ */
+export async function writeEvents(
+  db: DbOrTrx,
+  rows: readonly EventRow[],
+  { shard, countUsageOf }: { shard: number; countUsageOf: ReadonlySet<string> },
+): Promise<Set<string>> {
+  const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+  const firsts = new Set<string>();
+  for (let i = 0; i < rows.length; i += CHUNK) {
+    const chunk = rows.slice(i, i + CHUNK);
+    const usage = usageIncrements(
+      chunk.filter((row) => countUsageOf.has(row.org_id)),
+      shard,
+    );
+    const deltas = rollupDeltas(chunk, shard);
+    let inserted;
+    if (postgres) {
+      // PostgreSQL runs the statement's own insert (the agents) first, then its CTEs last to
+      // first: rows are taken in the same order as on SQLite, agents before the shared rows.
+      const events = () => insertEvents(db, chunk);
+      const rollups = () => upsertRollups(db, deltas);
+      const statement =
+        usage.length > 0
+          ? db
+              .with('new_events', events)
+              .with('usage', () => addUsage(db, usage))
+              .with('rollups', rollups)
+          : db.with('new_events', events).with('rollups', rollups);
+      inserted = await insertFirstAgents(statement, chunk).execute();
+    } else {
+      await insertEvents(db, chunk).execute();
+      inserted = await insertFirstAgents(db, chunk).execute();
+      await upsertRollups(db, deltas).execute();
+      if (usage.length > 0) await addUsage(db, usage).execute();
+    }
+    for (const r of inserted) firsts.add(r.first_event_id);
+  }
+  return firsts;
+}
+
+function insertEvents(db: DbOrTrx, rows: EventRow[]) {
+  return db.insertInto('events').values(rows);
+}
+
+/** Records each agent's first event; concurrent transactions take the agents in sorted order. */
+function insertFirstAgents(qc: Pick<QueryCreator<Database>, 'insertInto'>, rows: EventRow[]) {
+  const firsts = new Map<string, EventRow>();
+  for (const row of rows) {
+    const key = `${row.org_id}\n${row.agent_id}`;
+    if (!firsts.has(key)) firsts.set(key, row);
+  }
+  const agents = [...firsts.values()]
+    .sort((a, b) =>
+      a.org_id === b.org_id ? a.agent_id.localeCompare(b.agent_id) : a.org_id.localeCompare(b.org_id),
+    )
+    .map((r) => ({
+      org_id: r.org_id,
+      agent_id: r.agent_id,
+      first_event_id: r.id,
+      first_seen_at: r.received_at,
+    }));
+  return qc
+    .insertInto('agents')
+    .values(agents)
+    .onConflict((oc) => oc.columns(['org_id', 'agent_id']).doNothing())
+    .returning('first_event_id');
+}
+
+/** One increment per organisation and month, in sorted order (the counter rows are shared). */
+function usageIncrements(rows: readonly EventRow[], shard: number): UsageIncrement[] {
+  const byKey = new Map<string, UsageIncrement>();
+  for (const row of rows) {
+    const month = usageMonth(new Date(row.received_at));
+    const key = `${row.org_id} ${month}`;
+    const increment = byKey.get(key);
+    if (increment) increment.events += 1;
+    else byKey.set(key, { org_id: row.org_id, month, shard, events: 1 });
+  }
+  return [...byKey.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([, increment]) => increment);
+}
