@@ -79,12 +79,29 @@ export async function revokeApiKey({ ctx, keyId }: { ctx: ServiceCtx; keyId: str
 }
 
 function keysWithOrganizationQuery(db: DbOrTrx, keyIds: string[]) {
-  return db
-    .selectFrom('api_keys')
-    .innerJoin('organizations', 'organizations.id', 'api_keys.org_id')
-    .selectAll('organizations')
-    .select(['api_keys.id as key_id', 'api_keys.key_hash', 'api_keys.revoked_at'])
-    .where('api_keys.id', 'in', keyIds);
+  return (
+    db
+      .selectFrom('api_keys')
+      .innerJoin('organizations', 'organizations.id', 'api_keys.org_id')
+      // Named columns, not `organizations.*`: the statement is prepared (see storage/db.ts).
+      .select([
+        'organizations.id',
+        'organizations.name',
+        'organizations.plan',
+        'organizations.currency',
+        'organizations.default_hourly_rate_micros',
+        'organizations.category_hourly_rates',
+        'organizations.outcome_credit',
+        'organizations.fallback_baseline_minutes',
+        'organizations.usd_exchange_rate',
+        'organizations.admin_emails',
+        'organizations.created_at',
+        'api_keys.id as key_id',
+        'api_keys.key_hash',
+        'api_keys.revoked_at',
+      ])
+      .where('api_keys.id', 'in', keyIds)
+  );
 }
 
 type KeyWithOrganization = Awaited<

@@ -52,6 +52,7 @@ export function openStorage(url: string, options: OpenOptions = {}): Storage {
   });
   // An idle client losing its connection must not crash the process; the next query reports it.
   pool.on('error', () => undefined);
+  pool.on('connect', reusePreparedStatements);
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return { engine: 'postgres', db, close: () => db.destroy() };
 }
@@ -83,6 +84,41 @@ function withStatementCache(database: SQLite.Database, size = 500): SQLite.Datab
       };
     },
   });
+}
+
+const preparedNames = new Map<string, string>();
+const MAX_PREPARED = 100;
+const MAX_PREPARED_PARAMETERS = 32;
+
+/**
+ * PostgreSQL parses and plans an unnamed statement on every run, which costs more than running
+ * the small reads of the hot path (key lookup, catalogue and webhook reads). Statements with a
+ * few parameters are prepared under a name, once per connection, and reused. Bounds: at most
+ * MAX_PREPARED statement texts (server memory per connection; first come, first prepared);
+ * multi-row inserts, whose text changes with their row count, stay unnamed; and so does any
+ * `*`: a prepared statement whose columns change (another instance migrating) fails with
+ * "cached plan must not change result type".
+ */
+function reusePreparedStatements(client: pg.PoolClient): void {
+  type Query = (text: unknown, values?: unknown) => unknown;
+  const target = client as unknown as { query: Query };
+  const query = target.query.bind(client);
+  target.query = (text, values) => {
+    if (typeof text !== 'string' || !Array.isArray(values) || values.length === 0) return query(text, values);
+    let name = preparedNames.get(text);
+    if (name === undefined) {
+      if (
+        preparedNames.size >= MAX_PREPARED ||
+        values.length > MAX_PREPARED_PARAMETERS ||
+        text.includes('*')
+      ) {
+        return query(text, values);
+      }
+      name = `tally_${preparedNames.size}`;
+      preparedNames.set(text, name);
+    }
+    return query({ name, text, values });
+  };
 }
 
 /**
