@@ -1,4 +1,5 @@
 import type { DbOrTrx } from '../storage/db.js';
+import { insertRows } from '../storage/insert-rows.js';
 
 /** Events to add to an organisation's month, in one shard of its counter. */
 export interface UsageIncrement {
@@ -59,12 +60,10 @@ export async function monthEvents(db: DbOrTrx, orgId: string, month: string): Pr
  * unexecuted so it can go into a larger statement.
  */
 export function addUsage(db: DbOrTrx, increments: readonly UsageIncrement[]) {
-  return db
-    .insertInto('usage_monthly')
-    .values(increments)
-    .onConflict((oc) =>
-      oc
-        .columns(['org_id', 'month', 'shard'])
-        .doUpdateSet((eb) => ({ events: eb('usage_monthly.events', '+', eb.ref('excluded.events')) })),
-    );
+  const columns = { org_id: 'text', month: 'text', shard: 'bigint', events: 'bigint' } as const;
+  return insertRows(db, 'usage_monthly', columns, increments).onConflict((oc) =>
+    oc
+      .columns(['org_id', 'month', 'shard'])
+      .doUpdateSet((eb) => ({ events: eb('usage_monthly.events', '+', eb.ref('excluded.events')) })),
+  );
 }

@@ -1,4 +1,5 @@
 import type { DbOrTrx } from '../storage/db.js';
+import { insertRows, type PgType } from '../storage/insert-rows.js';
 import type { EventRow, ReportRollupsTable } from '../storage/schema.js';
 
 export const DAY_MS = 86_400_000;
@@ -78,33 +79,37 @@ export function rollupDeltas(rows: readonly EventRow[], shard = 0): RollupDelta[
 // 12 columns per row stays well under SQLite's and PostgreSQL's bound-parameter limits.
 const CHUNK = 1000;
 
+const ROLLUP_COLUMNS: { readonly [K in keyof RollupDelta]: PgType } = {
+  org_id: 'text',
+  grain: 'text',
+  outcome: 'text',
+  day: 'bigint',
+  agent_id: 'text',
+  task_type: 'text',
+  client_key: 'text',
+  shard: 'bigint',
+  events: 'bigint',
+  hours_saved_micros: 'bigint',
+  cost_saved_micros: 'bigint',
+  agent_cost_micros: 'bigint',
+};
+
 /** The upsert that adds `deltas` to the rollups, unexecuted, so it can join a larger statement. */
 export function upsertRollups(db: DbOrTrx, deltas: readonly RollupDelta[]) {
-  return db
-    .insertInto('report_rollups')
-    .values([...deltas])
-    .onConflict((oc) =>
-      oc
-        .columns(['org_id', 'grain', 'outcome', 'day', 'agent_id', 'task_type', 'client_key', 'shard'])
-        .doUpdateSet((eb) => ({
-          events: eb('report_rollups.events', '+', eb.ref('excluded.events')),
-          hours_saved_micros: eb(
-            'report_rollups.hours_saved_micros',
-            '+',
-            eb.ref('excluded.hours_saved_micros'),
-          ),
-          cost_saved_micros: eb(
-            'report_rollups.cost_saved_micros',
-            '+',
-            eb.ref('excluded.cost_saved_micros'),
-          ),
-          agent_cost_micros: eb(
-            'report_rollups.agent_cost_micros',
-            '+',
-            eb.ref('excluded.agent_cost_micros'),
-          ),
-        })),
-    );
+  return insertRows(db, 'report_rollups', ROLLUP_COLUMNS, deltas).onConflict((oc) =>
+    oc
+      .columns(['org_id', 'grain', 'outcome', 'day', 'agent_id', 'task_type', 'client_key', 'shard'])
+      .doUpdateSet((eb) => ({
+        events: eb('report_rollups.events', '+', eb.ref('excluded.events')),
+        hours_saved_micros: eb(
+          'report_rollups.hours_saved_micros',
+          '+',
+          eb.ref('excluded.hours_saved_micros'),
+        ),
+        cost_saved_micros: eb('report_rollups.cost_saved_micros', '+', eb.ref('excluded.cost_saved_micros')),
+        agent_cost_micros: eb('report_rollups.agent_cost_micros', '+', eb.ref('excluded.agent_cost_micros')),
+      })),
+  );
 }
 
 /** Adds deltas to the rollups: one multi-row upsert per chunk. */

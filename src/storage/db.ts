@@ -88,14 +88,16 @@ function withStatementCache(database: SQLite.Database, size = 500): SQLite.Datab
 
 const preparedNames = new Map<string, string>();
 const MAX_PREPARED = 100;
-const MAX_PREPARED_PARAMETERS = 32;
+const MAX_PREPARED_PARAMETERS = 64;
 
 /**
  * PostgreSQL parses and plans an unnamed statement on every run, which costs more than running
- * the small reads of the hot path (key lookup, catalogue and webhook reads). Statements with a
- * few parameters are prepared under a name, once per connection, and reused. Bounds: at most
+ * the small reads of the hot path (key lookup, catalogue and webhook reads) and as much as the
+ * tracking write (its rows go in as arrays, storage/insert-rows.ts). Statements with a few
+ * parameters are prepared under a name, once per connection, and reused. Bounds: at most
  * MAX_PREPARED statement texts (server memory per connection; first come, first prepared);
- * multi-row inserts, whose text changes with their row count, stay unnamed; and so does any
+ * multi-row VALUES lists, whose text changes with their row count, mostly have more parameters
+ * than MAX_PREPARED_PARAMETERS and stay unnamed; and so does any
  * `*`: a prepared statement whose columns change (another instance migrating) fails with
  * "cached plan must not change result type".
  */

@@ -2,10 +2,11 @@ import { PostgresAdapter, type QueryCreator } from 'kysely';
 import { addUsage, usageMonth, type UsageIncrement } from '../billing/usage-counter.js';
 import { rollupDeltas, upsertRollups } from '../reports/rollups.js';
 import type { DbOrTrx } from '../storage/db.js';
+import { insertRows, type PgType } from '../storage/insert-rows.js';
 import type { Database, EventRow } from '../storage/schema.js';
 
-// 200 events with their agents, rollups (up to 10 rows of 12 columns each) and usage: ~30,000
-// bound parameters, under SQLite's 32,766 per statement and PostgreSQL's 65,535.
+// On SQLite the rollups of 200 events (up to 10 rows of 12 columns each) are ~24,000 bound
+// parameters, under its 32,766 per statement; PostgreSQL takes one array per column.
 const CHUNK = 200;
 
 /**
@@ -42,7 +43,7 @@ export async function writeEvents(
               .with('usage', () => addUsage(db, usage))
               .with('rollups', rollups)
           : db.with('new_events', events).with('rollups', rollups);
-      inserted = await insertFirstAgents(statement, chunk).execute();
+      inserted = await insertFirstAgents(db, chunk, statement).execute();
     } else {
       await insertEvents(db, chunk).execute();
       inserted = await insertFirstAgents(db, chunk).execute();
@@ -54,12 +55,43 @@ export async function writeEvents(
   return firsts;
 }
 
+const EVENT_COLUMNS: { readonly [K in keyof EventRow]: PgType } = {
+  id: 'text',
+  org_id: 'text',
+  agent_id: 'text',
+  task_type: 'text',
+  outcome: 'text',
+  client_id: 'text',
+  resolved_baseline_minutes: 'double precision',
+  resolved_baseline_source: 'text',
+  resolved_hourly_rate_micros: 'bigint',
+  currency: 'text',
+  agent_duration_seconds: 'double precision',
+  hours_saved_micros: 'bigint',
+  cost_saved_micros: 'bigint',
+  agent_cost_micros: 'bigint',
+  resolved_cost_source: 'text',
+  model: 'text',
+  tokens_in: 'bigint',
+  tokens_out: 'bigint',
+  metadata: 'text',
+  audit_sample: 'text',
+  pricing: 'text',
+  occurred_at: 'bigint',
+  received_at: 'bigint',
+  idempotency_key: 'text',
+};
+
 function insertEvents(db: DbOrTrx, rows: EventRow[]) {
-  return db.insertInto('events').values(rows);
+  return insertRows(db, 'events', EVENT_COLUMNS, rows);
 }
 
 /** Records each agent's first event; concurrent transactions take the agents in sorted order. */
-function insertFirstAgents(qc: Pick<QueryCreator<Database>, 'insertInto'>, rows: EventRow[]) {
+function insertFirstAgents(
+  db: DbOrTrx,
+  rows: EventRow[],
+  into: Pick<QueryCreator<Database>, 'insertInto'> = db,
+) {
   const firsts = new Map<string, EventRow>();
   for (const row of rows) {
     const key = `${row.org_id}\n${row.agent_id}`;
@@ -75,9 +107,13 @@ function insertFirstAgents(qc: Pick<QueryCreator<Database>, 'insertInto'>, rows:
       first_event_id: r.id,
       first_seen_at: r.received_at,
     }));
-  return qc
-    .insertInto('agents')
-    .values(agents)
+  const columns = {
+    org_id: 'text',
+    agent_id: 'text',
+    first_event_id: 'text',
+    first_seen_at: 'bigint',
+  } as const;
+  return insertRows(db, 'agents', columns, agents, into)
     .onConflict((oc) => oc.columns(['org_id', 'agent_id']).doNothing())
     .returning('first_event_id');
 }

@@ -133,7 +133,7 @@ describe.each(ENGINES)('POST /v1/track/batch, 500 events (%s)', (engine) => {
       .where('org_id', '=', h.org.id)
       .executeTakeFirstOrThrow();
     expect(Number(agents.n)).toBe(500);
-    for (const grain of ['all', 'agent', 'task_type', 'client']) {
+    for (const grain of ['all', 'agent', 'task_type', 'client', 'agent+task_type']) {
       const rollups = await db
         .selectFrom('report_rollups')
         .select((eb) => [
@@ -152,6 +152,32 @@ describe.each(ENGINES)('POST /v1/track/batch, 500 events (%s)', (engine) => {
       .where('org_id', '=', h.org.id)
       .executeTakeFirstOrThrow();
     expect(Number(usage.n)).toBe(500);
+  });
+
+  it('stores text that array literals must escape exactly as sent', async () => {
+    // PostgreSQL receives a batch's rows as one array per column: quotes, backslashes, braces,
+    // commas, NULL-like words, newlines and non-BMP characters must all come back unchanged.
+    const awkward = [
+      'a "quoted", {braced} agent',
+      'back\\slash\\',
+      'NULL',
+      ' ',
+      'line\nbreak\ttab',
+      'emoji 🚀 ünï',
+    ];
+    const events = awkward.map((agent, i) => ({
+      agent_id: agent,
+      task_type: 'sales_crm_update',
+      outcome: 'success',
+      metadata: { note: `${agent} {"x": [1, 2]}`, n: i, nothing: null },
+    }));
+    const res = await h.request({ method: 'POST', url: '/v1/track/batch', payload: { events } });
+    expect(res.statusCode).toBe(207);
+    for (const [i, item] of res.json().data.entries()) {
+      expect(item.status).toBe(201);
+      const got = await h.request({ method: 'GET', url: `/v1/events/${item.event.event_id}` });
+      expect(got.json()).toMatchObject({ agent_id: awkward[i], metadata: events[i]?.metadata });
+    }
   });
 });
 

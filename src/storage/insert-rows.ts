@@ -1,0 +1,38 @@
+import { PostgresAdapter, sql, type InsertQueryBuilder, type InsertResult, type QueryCreator } from 'kysely';
+import type { DbOrTrx } from './db.js';
+import type { Database } from './schema.js';
+
+/** The PostgreSQL type of a column, for the array that carries it. */
+export type PgType = 'text' | 'bigint' | 'double precision';
+
+/**
+ * `INSERT INTO table (…) <rows>` for many rows at once. SQLite gets a VALUES list. PostgreSQL gets
+ * one array parameter per column, unnested: the statement's text is the same for any number of
+ * rows, so it is prepared once per connection (storage/db.ts) instead of parsed and planned on
+ * every batch, and building it does not grow with the rows. `columns` names every column the rows
+ * carry, with its PostgreSQL type; `into` is where the statement starts (e.g. a WITH clause).
+ */
+export function insertRows<T extends keyof Database & string, R extends object>(
+  db: DbOrTrx,
+  table: T,
+  columns: { readonly [K in keyof R & string]: PgType },
+  rows: readonly R[],
+  into: Pick<QueryCreator<Database>, 'insertInto'> = db,
+): InsertQueryBuilder<Database, T, InsertResult> {
+  const insert = into.insertInto(table);
+  // The rows are the table's insertable rows; Kysely cannot see that through the generics.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return insert.values(rows as any);
+  const names = Object.keys(columns) as Array<keyof R & string>;
+  const arrays = names.map(
+    (name) => sql`${rows.map((row) => row[name] ?? null)}::${sql.raw(columns[name])}[]`,
+  );
+  return (
+    insert
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any
+      .columns(names as any)
+      .expression(
+        sql`SELECT ${sql.join(names.map((name) => sql.ref(`t.${name}`)))} FROM unnest(${sql.join(arrays)}) AS t(${sql.join(names.map((name) => sql.id(name)))})`,
+      )
+  );
+}
