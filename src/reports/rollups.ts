@@ -45,8 +45,9 @@ export function rollupDeltas(rows: readonly EventRow[], shard = 0): RollupDelta[
       // without an outcome filter read a third of the rows.
       for (const outcome of [ALL_OUTCOMES, row.outcome]) {
         // A batch can hold several organisations' events (group commit): the org is part of the
-        // key. Ids are free text, so the key is JSON rather than joined with a separator.
-        const id = JSON.stringify([row.org_id, grain, outcome, day, agentId, taskType, client]);
+        // key. Agent and task type are free text: their lengths keep two keys from running
+        // together (the client key comes last).
+        const id = `${row.org_id} ${grain} ${outcome} ${day} ${agentId.length}:${agentId}${taskType.length}:${taskType}${client}`;
         let delta = byKey.get(id);
         if (!delta) {
           delta = {
