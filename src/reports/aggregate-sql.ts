@@ -1,8 +1,8 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { DbOrTrx, Engine } from '../storage/db.js';
-import type { Dimension, Metric, ReportFilters } from './params.js';
+import { NUMBER_TEXT, type Dimension, type Metric, type ReportFilters } from './params.js';
 import type { Source } from './plan.js';
-import { ALL_OUTCOMES, DAY_MS, clientKey } from './rollups.js';
+import { ALL_OUTCOMES, DAY_MS, clientKey, grainColumn } from './rollups.js';
 
 /** One aggregated row as the database returns it: g0…gN are the group values in group_by order. */
 export type AggregateRow = Record<string, string | number | null> & {
@@ -56,15 +56,13 @@ function dimension(dim: Dimension, side: Side, engine: Engine): RawBuilder<unkno
   }
 }
 
-const NUMBER = /^-?\d+(\.\d+)?([eE][+-]?\d+)?$/;
-
 /**
  * `metadata.KEY=VALUE`: a string equal to VALUE, the boolean VALUE names, or a number equal to
  * VALUE's. Numbers compare as numbers on both engines (1e-7, 0.0000001 and 1E-7 are one value),
  * never as their JSON text, which each engine writes its own way.
  */
 function metadataMatch(engine: Engine, key: string, value: string): RawBuilder<unknown> {
-  const number = NUMBER.test(value) ? Number(value) : null;
+  const number = NUMBER_TEXT.test(value) ? Number(value) : null;
   const finite = number !== null && Number.isFinite(number) ? number : null;
   if (engine === 'sqlite') {
     const type = sql`json_type(metadata -> ${key})`;
@@ -122,11 +120,11 @@ function sideQuery(spec: AggregateSpec, source: Source): RawBuilder<unknown> {
     const where = sql.join(rawConditions(spec, source.from, source.to), sql` AND `);
     return sql`SELECT ${sql.join([...groups, metrics])} FROM events${rawIndex(spec, source.from, source.to)} WHERE ${where}${groupBy}`;
   }
-  // The key's order: the grain's rows of one outcome are one range of days.
+  // The key's order: the grain's rows of one bucket and outcome are one range of days.
   const { filters } = spec;
   const where = [
     sql`org_id = ${spec.orgId}`,
-    sql`grain = ${source.grain}`,
+    sql`grain = ${grainColumn(source.grain, source.bucket)}`,
     sql`outcome = ${filters.outcome ?? ALL_OUTCOMES}`,
     sql`day >= ${source.fromDay}`,
     sql`day < ${source.toDay}`,
@@ -135,7 +133,9 @@ function sideQuery(spec: AggregateSpec, source: Source): RawBuilder<unknown> {
   if (filters.agentId !== undefined) where.push(sql`agent_id = ${filters.agentId}`);
   if (filters.taskType !== undefined) where.push(sql`task_type = ${filters.taskType}`);
   if (filters.clientId !== undefined) where.push(sql`client_key = ${clientKey(filters.clientId)}`);
-  const metrics = sql`SUM(events) AS events, SUM(hours_saved_micros) AS h, SUM(cost_saved_micros) AS c, SUM(agent_cost_micros) AS a`;
+  // Buckets taken away (a week minus the days of it outside the window) count negatively.
+  const minus = source.sign === -1 ? sql`-` : sql``;
+  const metrics = sql`${minus}SUM(events) AS events, ${minus}SUM(hours_saved_micros) AS h, ${minus}SUM(cost_saved_micros) AS c, ${minus}SUM(agent_cost_micros) AS a`;
   return sql`SELECT ${sql.join([...groups, metrics])} FROM report_rollups WHERE ${sql.join(where, sql` AND `)}${groupBy}`;
 }
 
@@ -176,6 +176,11 @@ export function aggregateQuery(db: DbOrTrx, spec: AggregateSpec) {
       METRIC_SQL.cost_saved.as('c'),
       METRIC_SQL.agent_cost.as('a'),
     ])
+    // A group whose events were all taken away again (they lie outside the window) is no group.
+    .$if(
+      spec.sources.some((s) => s.kind === 'rollup' && s.sign === -1),
+      (q) => q.having(sql`SUM(u.events)`, '>', 0),
+    )
     .$if(spec.totalGroups, (q) => q.select(sql<number>`COUNT(*) OVER ()`.as('total_groups')))
     .orderBy(sql`${METRIC_SQL[spec.sort]} DESC, ${sql.join(tieBreaks)}`);
   if (spec.top !== null) query = query.limit(spec.top);

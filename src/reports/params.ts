@@ -7,6 +7,9 @@ export type Period = (typeof PERIODS)[number];
 export const DIMENSIONS = ['agent', 'task_type', 'client', 'day', 'week', 'month'] as const;
 export type Dimension = (typeof DIMENSIONS)[number];
 
+/** A number as a query value may write it (the `metadata.KEY=VALUE` filters compare numbers by value). */
+export const NUMBER_TEXT = /^-?\d+(\.\d+)?([eE][+-]?\d+)?$/;
+
 export const METRICS = ['events', 'hours_saved', 'cost_saved', 'agent_cost', 'net_saved'] as const;
 export type Metric = (typeof METRICS)[number];
 

@@ -2,7 +2,7 @@ import type { OrgCtx } from '../context.js';
 import { fromMicros } from '../money.js';
 import { aggregateQuery, type AggregateRow } from './aggregate-sql.js';
 import { GROUP_KEY, periodRange, type Dimension, type ReportInput } from './params.js';
-import { planSources } from './plan.js';
+import { clientFromMetadata, planSources } from './plan.js';
 import { DAY_MS } from './rollups.js';
 import { streamRows } from './stream-rows.js';
 
@@ -80,13 +80,15 @@ export interface ReportOptions {
 async function prepare(ctx: OrgCtx, input: ReportInput, options: ReportOptions) {
   const now = ctx.clock.now().getTime();
   const range = periodRange(input.period, now, input.period === 'all' ? await earliestEvent(ctx) : null);
-  const sources = planSources(range, input.groupBy, input.filters, options);
+  // The plain GROUP BY keeps the filters as given; they select the same events either way.
+  const filters = options.forceRaw ? input.filters : clientFromMetadata(input.filters);
+  const sources = planSources(range, input.groupBy, filters, options);
   const query = (totalGroups: boolean) =>
     aggregateQuery(ctx.db, {
       engine: ctx.engine,
       orgId: ctx.org.id,
       groupBy: input.groupBy,
-      filters: input.filters,
+      filters,
       sources,
       sort: input.sort,
       top: input.top,

@@ -8,8 +8,9 @@ export const DAY_MS = 86_400_000;
 export type Keyed = 'agent' | 'task_type' | 'client';
 
 /**
- * The grains kept per day, each with the dimensions its rows are by. A report uses the grain
- * whose dimensions are exactly the ones its group_by and filters touch; others run on raw events.
+ * The grains, each with the dimensions its rows are by: one for every combination of agent,
+ * task type and client. A report uses the grain whose dimensions are exactly the ones its
+ * group_by and filters touch; only `metadata.*` filters (other than client_id) run on raw events.
  */
 export const GRAINS = {
   all: [],
@@ -17,8 +18,46 @@ export const GRAINS = {
   task_type: ['task_type'],
   client: ['client'],
   'agent+task_type': ['agent', 'task_type'],
+  'agent+client': ['agent', 'client'],
+  'task_type+client': ['task_type', 'client'],
+  'agent+task_type+client': ['agent', 'task_type', 'client'],
 } as const satisfies Record<string, readonly Keyed[]>;
 export type Grain = keyof typeof GRAINS;
+
+/**
+ * The time buckets of rollup rows. Every grain has day rows for every outcome and for all
+ * outcomes together. Grains of two or three dimensions have many rows a day (thousands for
+ * agent × client), so they also keep ISO-week and calendar-month rows for all outcomes together:
+ * a long window reads a few coarse buckets instead of every day (see plan.ts).
+ */
+export type Bucket = 'day' | 'week' | 'month';
+
+/** Whether a grain keeps week and month rows besides its day rows. */
+export function hasCoarseBuckets(grain: Grain): boolean {
+  return GRAINS[grain].length >= 2;
+}
+
+/** The `grain` column of a grain's rows of one bucket: day rows carry the bare name. */
+export function grainColumn(grain: Grain, bucket: Bucket): string {
+  return bucket === 'day' ? grain : `${grain}/${bucket}`;
+}
+
+/** The epoch day of the Monday of the ISO week of epoch day `day` (day 0 was a Thursday). */
+export function weekStart(day: number): number {
+  return day - ((((day + 3) % 7) + 7) % 7);
+}
+
+/** The epoch day of the first of the UTC month of epoch day `day`. */
+export function monthStart(day: number): number {
+  const date = new Date(day * DAY_MS);
+  return Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), 1) / DAY_MS;
+}
+
+/** The first epoch day of the month after the one of epoch day `day`. */
+export function nextMonthStart(day: number): number {
+  const date = new Date(day * DAY_MS);
+  return Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1) / DAY_MS;
+}
 
 /** The outcome value of the rollup rows that hold every outcome together. */
 export const ALL_OUTCOMES = '*';
@@ -30,46 +69,70 @@ export function clientKey(clientId: string | null): string {
 
 export type RollupDelta = Omit<ReportRollupsTable, 'shard'> & { shard: number };
 
-const GRAIN_ENTRIES = Object.entries(GRAINS) as Array<[Grain, readonly Keyed[]]>;
+const GRAIN_ENTRIES = (Object.entries(GRAINS) as Array<[Grain, readonly Keyed[]]>).map(([grain, dims]) => ({
+  grain,
+  agent: dims.includes('agent'),
+  taskType: dims.includes('task_type'),
+  client: dims.includes('client'),
+  week: hasCoarseBuckets(grain) ? grainColumn(grain, 'week') : null,
+  month: hasCoarseBuckets(grain) ? grainColumn(grain, 'month') : null,
+}));
 
 /** The rollup increments of some events, merged by rollup key (one delta per key). */
 export function rollupDeltas(rows: readonly EventRow[], shard = 0): RollupDelta[] {
   const byKey = new Map<string, RollupDelta>();
+  const add = (
+    row: EventRow,
+    grain: string,
+    outcome: string,
+    day: number,
+    agentId: string,
+    taskType: string,
+    client: string,
+  ) => {
+    // A batch can hold several organisations' events (group commit): the org is part of the
+    // key. Agent and task type are free text: their lengths keep two keys from running
+    // together (the client key comes last).
+    const id = `${row.org_id} ${grain} ${outcome} ${day} ${agentId.length}:${agentId}${taskType.length}:${taskType}${client}`;
+    let delta = byKey.get(id);
+    if (!delta) {
+      delta = {
+        org_id: row.org_id,
+        grain,
+        outcome,
+        day,
+        agent_id: agentId,
+        task_type: taskType,
+        client_key: client,
+        shard,
+        events: 0,
+        hours_saved_micros: 0,
+        cost_saved_micros: 0,
+        agent_cost_micros: 0,
+      };
+      byKey.set(id, delta);
+    }
+    delta.events += 1;
+    delta.hours_saved_micros += Number(row.hours_saved_micros);
+    delta.cost_saved_micros += Number(row.cost_saved_micros);
+    delta.agent_cost_micros += Number(row.agent_cost_micros ?? 0);
+  };
   for (const row of rows) {
     const day = Math.floor(Number(row.occurred_at) / DAY_MS);
-    for (const [grain, dims] of GRAIN_ENTRIES) {
-      const agentId = dims.includes('agent') ? row.agent_id : '';
-      const taskType = dims.includes('task_type') ? row.task_type : '';
-      const client = dims.includes('client') ? clientKey(row.client_id) : '';
+    const week = weekStart(day);
+    const month = monthStart(day);
+    const eventClient = clientKey(row.client_id);
+    for (const g of GRAIN_ENTRIES) {
+      const agentId = g.agent ? row.agent_id : '';
+      const taskType = g.taskType ? row.task_type : '';
+      const client = g.client ? eventClient : '';
       // Each event counts in its outcome's row and in the all-outcomes row ('*'): reports
       // without an outcome filter read a third of the rows.
-      for (const outcome of [ALL_OUTCOMES, row.outcome]) {
-        // A batch can hold several organisations' events (group commit): the org is part of the
-        // key. Agent and task type are free text: their lengths keep two keys from running
-        // together (the client key comes last).
-        const id = `${row.org_id} ${grain} ${outcome} ${day} ${agentId.length}:${agentId}${taskType.length}:${taskType}${client}`;
-        let delta = byKey.get(id);
-        if (!delta) {
-          delta = {
-            org_id: row.org_id,
-            grain,
-            outcome,
-            day,
-            agent_id: agentId,
-            task_type: taskType,
-            client_key: client,
-            shard,
-            events: 0,
-            hours_saved_micros: 0,
-            cost_saved_micros: 0,
-            agent_cost_micros: 0,
-          };
-          byKey.set(id, delta);
-        }
-        delta.events += 1;
-        delta.hours_saved_micros += Number(row.hours_saved_micros);
-        delta.cost_saved_micros += Number(row.cost_saved_micros);
-        delta.agent_cost_micros += Number(row.agent_cost_micros ?? 0);
+      add(row, g.grain, ALL_OUTCOMES, day, agentId, taskType, client);
+      add(row, g.grain, row.outcome, day, agentId, taskType, client);
+      if (g.week !== null && g.month !== null) {
+        add(row, g.week, ALL_OUTCOMES, week, agentId, taskType, client);
+        add(row, g.month, ALL_OUTCOMES, month, agentId, taskType, client);
       }
     }
   }

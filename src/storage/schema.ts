@@ -108,11 +108,16 @@ export interface AgentsTable {
   first_seen_at: number;
 }
 
-/** Daily report aggregates; see migration 2026_11_22_0002_reports for the grains and keys. */
+/**
+ * Report aggregates; see src/reports/rollups.ts and migrations 0004 (keys) and 0005 (grains and
+ * week/month buckets).
+ */
 export interface ReportRollupsTable {
   org_id: string;
+  /** The grain, with '/week' or '/month' for the coarse buckets of two- and three-key grains. */
   grain: string;
   outcome: string;
+  /** Epoch day of the bucket's first day (the day itself, the Monday, or the first of the month). */
   day: number;
   /** The grain's keys; '' for a dimension the grain does not keep. */
   agent_id: string;

@@ -1,12 +1,13 @@
 import { PostgresAdapter, type QueryCreator } from 'kysely';
 import { addUsage, usageMonth, type UsageIncrement } from '../billing/usage-counter.js';
-import { rollupDeltas, upsertRollups } from '../reports/rollups.js';
+import { applyRollupDeltas, rollupDeltas, upsertRollups } from '../reports/rollups.js';
 import type { DbOrTrx } from '../storage/db.js';
 import { insertRows, type PgType } from '../storage/insert-rows.js';
 import type { Database, EventRow } from '../storage/schema.js';
 
-// On SQLite the rollups of 200 events (up to 10 rows of 12 columns each) are ~24,000 bound
-// parameters, under its 32,766 per statement; PostgreSQL takes one array per column.
+// 200 events of 25 columns are 5,000 bound parameters on SQLite (its limit is 32,766 per
+// statement); their rollups (up to 24 rows each) go in chunks of their own. PostgreSQL takes
+// one array per column.
 const CHUNK = 200;
 
 /**
@@ -47,7 +48,7 @@ export async function writeEvents(
     } else {
       await insertEvents(db, chunk).execute();
       inserted = await insertFirstAgents(db, chunk).execute();
-      await upsertRollups(db, deltas).execute();
+      await applyRollupDeltas(db, deltas);
       if (usage.length > 0) await addUsage(db, usage).execute();
     }
     for (const r of inserted) firsts.add(r.first_event_id);

@@ -44,17 +44,21 @@ describe.each(ENGINES)('metadata.KEY=VALUE filter (%s)', (engine) => {
   beforeAll(async () => {
     h = await createHarness(engine, { now: new Date(NOW).toISOString(), rateLimiter: unlimited });
     const ctx = await h.orgCtx();
+    // Each value twice: today (read from raw events) and three days ago (whole days, which
+    // the rollups answer when the filter is on client_id, the client dimension).
     await seed(
       ctx,
-      Object.entries(VALUES).map(([agent, v]) => ({
-        agent,
-        taskType: 'dev_bug_fix',
-        outcome: 'success' as const,
-        client: null,
-        occurredAt: NOW - 3_600_000,
-        agentCost: null,
-        metadata: { v },
-      })),
+      Object.entries(VALUES).flatMap(([agent, v]) =>
+        [NOW - 3_600_000, NOW - 3 * 86_400_000].map((occurredAt) => ({
+          agent,
+          taskType: 'dev_bug_fix',
+          outcome: 'success' as const,
+          client: null,
+          occurredAt,
+          agentCost: null,
+          metadata: { v, client_id: v },
+        })),
+      ),
     );
   });
   afterAll(async () => h.close());
@@ -63,7 +67,20 @@ describe.each(ENGINES)('metadata.KEY=VALUE filter (%s)', (engine) => {
     const url = `/v1/reports/time-saved?group_by=agent&metadata.v=${encodeURIComponent(value)}`;
     const res = await h.request({ method: 'GET', url });
     expect(res.statusCode).toBe(200);
-    const matched = (res.json().rows as Array<{ group: { agent_id: string } }>).map((r) => r.group.agent_id);
-    expect(matched.sort()).toEqual([...agents].sort());
+    const rows = res.json().rows as Array<{ group: { agent_id: string }; events: number }>;
+    expect(rows.map((r) => r.group.agent_id).sort()).toEqual([...agents].sort());
+    for (const row of rows) expect(row.events).toBe(2);
   });
+
+  it.each(EXPECTED)(
+    'metadata.client_id=%s matches them too (served as a client filter where it can be)',
+    async (value, agents) => {
+      const url = `/v1/reports/time-saved?group_by=agent&metadata.client_id=${encodeURIComponent(value)}`;
+      const res = await h.request({ method: 'GET', url });
+      expect(res.statusCode).toBe(200);
+      const rows = res.json().rows as Array<{ group: { agent_id: string }; events: number }>;
+      expect(rows.map((r) => r.group.agent_id).sort()).toEqual([...agents].sort());
+      for (const row of rows) expect(row.events).toBe(2);
+    },
+  );
 });

@@ -11,7 +11,14 @@ import { unlimited } from './unlimited.js';
 
 const NOW = Date.parse('2026-11-20T12:00:00.000Z');
 const DAY = 86_400_000;
-const FROM = { '24h': NOW - DAY, '7d': NOW - 7 * DAY, '30d': NOW - 30 * DAY, '90d': NOW - 90 * DAY } as const;
+const PERIODS = ['24h', '7d', '30d', '90d', 'ytd'] as const;
+type Period = (typeof PERIODS)[number];
+
+/** The window's first instant for a report asked at `at`. */
+function windowFrom(period: Period, at: number): number {
+  if (period === 'ytd') return Date.UTC(new Date(at).getUTCFullYear(), 0, 1);
+  return at - { '24h': 1, '7d': 7, '30d': 30, '90d': 90 }[period] * DAY;
+}
 
 const eventArb: fc.Arbitrary<SeedEvent> = fc.record({
   agent: fc.constantFrom('a', 'b', 'c', '=x'),
@@ -21,6 +28,8 @@ const eventArb: fc.Arbitrary<SeedEvent> = fc.record({
   occurredAt: fc.integer({ min: NOW - 90 * DAY, max: NOW + DAY }),
   agentCost: fc.option(fc.integer({ min: 0, max: 10_000_000 }).map((m) => m / 1e6)),
   baselineMinutes: fc.integer({ min: 1, max: 100_000_000 }).map((m) => m / 1e4),
+  // Seen only when the event has no client: a client id that is a number, or no client at all.
+  metadata: fc.constantFrom(undefined, { client_id: 7 }, { client_id: true }),
 });
 
 const groupByArb = fc
@@ -34,18 +43,42 @@ const filtersArb = fc.record(
     task_type: fc.constantFrom('support_ticket_reply', 'custom_thing'),
     client_id: fc.constantFrom('k1', 'k2'),
     outcome: fc.constantFrom('success', 'needs_review'),
+    // Served as the client filter, except where the two could differ ('7.0', 'true').
+    'metadata.client_id': fc.constantFrom('k1', '7', '7.0', 'true'),
   },
   { requiredKeys: [] },
 );
 
-type Filters = { agent_id?: string; task_type?: string; client_id?: string; outcome?: string };
+type Filters = {
+  agent_id?: string;
+  task_type?: string;
+  client_id?: string;
+  outcome?: string;
+  'metadata.client_id'?: string;
+};
+
+/** The metadata filter's rule, written out independently: strings equal, numbers by value, booleans by name. */
+function metadataMatches(value: unknown, wanted: string): boolean {
+  if (typeof value === 'string') return value === wanted;
+  if (typeof value === 'number')
+    return /^-?\d+(\.\d+)?([eE][+-]?\d+)?$/.test(wanted) && value === Number(wanted);
+  if (typeof value === 'boolean') return String(value) === wanted;
+  return false;
+}
+
+function clientOf(e: StoredEvent): string | null {
+  const c = e.metadata?.client_id;
+  return typeof c === 'string' ? c : typeof c === 'number' ? String(c) : null;
+}
 
 function matches(e: StoredEvent, filters: Filters): boolean {
   return (
     (filters.agent_id === undefined || e.agent_id === filters.agent_id) &&
     (filters.task_type === undefined || e.task_type === filters.task_type) &&
-    (filters.client_id === undefined || e.metadata?.client_id === filters.client_id) &&
-    (filters.outcome === undefined || e.outcome === filters.outcome)
+    (filters.client_id === undefined || clientOf(e) === filters.client_id) &&
+    (filters.outcome === undefined || e.outcome === filters.outcome) &&
+    (filters['metadata.client_id'] === undefined ||
+      metadataMatches(e.metadata?.client_id, filters['metadata.client_id']))
   );
 }
 
@@ -56,29 +89,36 @@ describe.each(ENGINES)('report totals equal the sum of event values (%s)', (engi
   });
   afterAll(async () => h.close());
 
-  it('for random events, group-bys, filters, periods and sorts', async () => {
+  it('for random events, group-bys, filters, periods, sorts and report times', async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.array(eventArb, { maxLength: 20 }),
         groupByArb,
-        fc.constantFrom('24h', '7d', '30d', '90d') as fc.Arbitrary<keyof typeof FROM>,
+        fc.constantFrom(...PERIODS),
         fc.constantFrom('events', 'hours_saved', 'cost_saved', 'agent_cost', 'net_saved' as const),
         filtersArb,
-        async (seeded, groupBy, period, sort, filters) => {
+        // Asked up to 45 days before the last events: windows fall on every weekday and month
+        // edge, and events after the window sit in the week and month buckets it reads.
+        fc.integer({ min: 0, max: 45 * DAY }),
+        async (seeded, groupBy, period, sort, filters, before) => {
+          h.clock.set(new Date(NOW));
           const org = await h.createOrg({ plan: 'pro' });
           const ctx = await h.orgCtx(org);
           const events = (await seed(ctx, seeded)).filter((e) => matches(e, filters));
+          const at = NOW - before;
+          const from = windowFrom(period, at);
+          h.clock.set(new Date(at));
           const query = new URLSearchParams({ period, group_by: groupBy.join(','), sort, ...filters });
           const url = `/v1/reports/time-saved?${query}`;
           const res = await h.request({ method: 'GET', url, apiKey: org.apiKey });
           expect(res.statusCode).toBe(200);
           const body = res.json();
-          const expected = expectedRows(events, { groupBy, from: FROM[period], to: NOW, sort });
+          const expected = expectedRows(events, { groupBy, from, to: at, sort });
           expect(body.rows).toEqual(expected.rows);
           expect(body.meta.total_groups).toBe(expected.totalGroups);
 
           const inWindow = events.filter(
-            (e) => Date.parse(e.occurred_at) >= FROM[period] && Date.parse(e.occurred_at) <= NOW,
+            (e) => Date.parse(e.occurred_at) >= from && Date.parse(e.occurred_at) <= at,
           );
           const micros = (values: number[]) => values.reduce((s, v) => s + Math.round(v * 1e6), 0);
           expect(body.rows.reduce((s: number, r: { events: number }) => s + r.events, 0)).toBe(
@@ -92,6 +132,8 @@ describe.each(ENGINES)('report totals equal the sum of event values (%s)', (engi
           );
 
           // The rollup path and the plain GROUP BY over raw events agree row for row.
+          const metadata: Array<[string, string]> =
+            filters['metadata.client_id'] === undefined ? [] : [['client_id', filters['metadata.client_id']]];
           const input = {
             period,
             groupBy,
@@ -102,14 +144,14 @@ describe.each(ENGINES)('report totals equal the sum of event values (%s)', (engi
               taskType: filters.task_type,
               clientId: filters.client_id,
               outcome: filters.outcome as Outcome | undefined,
-              metadata: [],
+              metadata,
             },
           };
           const raw = await buildReport({ ctx, input, options: { forceRaw: true } });
           expect(raw.rows).toEqual(body.rows);
         },
       ),
-      { numRuns: 40 },
+      { numRuns: 60 },
     );
   });
 });

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as rollupPairs from '../../src/storage/migrations/2026_11_22_0004_rollup_pairs.js';
+import * as rollupBuckets from '../../src/storage/migrations/2026_11_22_0005_rollup_buckets.js';
 import type { Db } from '../../src/storage/db.js';
 import { lcg, seed, type SeedEvent } from '../reports/seed.js';
 import { unlimited } from '../reports/unlimited.js';
@@ -22,7 +23,7 @@ async function rollups(db: Db): Promise<unknown[]> {
   return result.rows.map((row) => Object.fromEntries(Object.entries(row).map(([k, v]) => [k, String(v)])));
 }
 
-describe.each(ENGINES)('the rollup migration (%s)', (engine) => {
+describe.each(ENGINES)('the rollup migrations (%s)', (engine) => {
   let h: Harness;
   beforeAll(async () => {
     h = await createHarness(engine, { now: new Date(NOW).toISOString(), rateLimiter: unlimited });
@@ -39,7 +40,7 @@ describe.each(ENGINES)('the rollup migration (%s)', (engine) => {
         taskType: pick(['support_ticket_reply', 'dev_bug_fix', 'custom_thing']),
         outcome: pick(['success', 'failure', 'needs_review'] as const),
         client: pick(['k1', 'k2', '', null]),
-        occurredAt: NOW - Math.floor(rand() * 20 * DAY),
+        occurredAt: NOW - Math.floor(rand() * 70 * DAY),
         agentCost: rand() < 0.5 ? null : Math.round(rand() * 1e6) / 1e6,
         baselineMinutes: 1 + Math.floor(rand() * 300),
       }));
@@ -48,7 +49,15 @@ describe.each(ENGINES)('the rollup migration (%s)', (engine) => {
     const kept = await rollups(h.ctx.db);
     expect(kept.length).toBeGreaterThan(100);
 
-    await h.ctx.db.transaction().execute((trx) => rollupPairs.up(trx));
+    // 0004 rebuilds the table with the grains of its day; 0005 adds the later grains and the
+    // week and month buckets.
+    await h.ctx.db.transaction().execute(async (trx) => {
+      await rollupPairs.up(trx);
+      await rollupBuckets.up(trx);
+    });
     expect(await rollups(h.ctx.db)).toEqual(kept);
+    const grains = new Set(kept.map((row) => (row as { grain: string }).grain));
+    expect(grains).toContain('agent+task_type+client/month');
+    expect(grains).toContain('task_type+client/week');
   });
 });

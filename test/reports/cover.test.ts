@@ -1,0 +1,126 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { coverDays, planSources, usableBuckets } from '../../src/reports/plan.js';
+import type { Bucket } from '../../src/reports/rollups.js';
+
+const DAY = 86_400_000;
+const day = (iso: string) => Date.parse(`${iso}T00:00:00Z`) / DAY;
+
+/** The days one bucket row holds, computed from calendar dates (not from the code under test). */
+function daysOf(bucket: Bucket, start: number): number[] {
+  const date = new Date(start * DAY);
+  if (bucket === 'day') return [start];
+  if (bucket === 'week') {
+    expect(date.getUTCDay()).toBe(1); // week rows start on a Monday
+    return Array.from({ length: 7 }, (_, i) => start + i);
+  }
+  expect(date.getUTCDate()).toBe(1); // month rows start on the first
+  const next = Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1) / DAY;
+  return Array.from({ length: next - start }, (_, i) => start + i);
+}
+
+/** How often each day is counted by a cover: +1 per bucket added, −1 per bucket taken away. */
+function multiplicity(pieces: ReturnType<typeof coverDays>['pieces']): Map<number, number> {
+  const counts = new Map<number, number>();
+  for (const p of pieces) {
+    // A piece names the bucket rows whose first day lies in [fromDay, toDay).
+    for (let start = p.fromDay; start < p.toDay; start++) {
+      const first = new Date(start * DAY);
+      const isStart =
+        p.bucket === 'day' || (p.bucket === 'week' ? first.getUTCDay() === 1 : first.getUTCDate() === 1);
+      if (!isStart) continue;
+      for (const d of daysOf(p.bucket, start)) counts.set(d, (counts.get(d) ?? 0) + p.sign);
+    }
+  }
+  for (const [d, n] of counts) if (n === 0) counts.delete(d);
+  return counts;
+}
+
+const LEVELS: Bucket[][] = [['day'], ['week', 'day'], ['month', 'day'], ['month', 'week', 'day']];
+
+describe('the signed bucket cover of a range of days', () => {
+  it('counts every day of the range once and no other day', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: day('2024-01-01'), max: day('2027-01-01') }),
+        fc.integer({ min: 1, max: 800 }),
+        fc.constantFrom(...LEVELS),
+        (a, length, levels) => {
+          const b = a + length;
+          const { pieces } = coverDays(a, b, levels);
+          const expected = new Map(Array.from({ length }, (_, i) => [a + i, 1] as [number, number]));
+          expect(multiplicity(pieces)).toEqual(expected);
+          for (const p of pieces) expect(levels).toContain(p.bucket);
+        },
+      ),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('reads whole weeks and months where they fit, and never costs more than the days', () => {
+    // Sat 24 Oct … Sat 21 Nov 2026: two days, four weeks, minus Sunday 22 Nov.
+    const thirty = coverDays(day('2026-10-24'), day('2026-11-22'), ['month', 'week', 'day']);
+    expect(thirty.cost).toBe(2 + 4 * 2 + 1);
+    expect(thirty.pieces).toContainEqual({
+      bucket: 'week',
+      fromDay: day('2026-10-26'),
+      toDay: day('2026-11-16'),
+      sign: 1,
+    });
+    // Mon 24 Aug … Sat 21 Nov: a week, a day, September to November, minus November's tail.
+    const ninety = coverDays(day('2026-08-24'), day('2026-11-22'), ['month', 'week', 'day']);
+    expect(ninety.pieces).toContainEqual({
+      bucket: 'month',
+      fromDay: day('2026-09-01'),
+      toDay: day('2026-11-01'),
+      sign: 1,
+    });
+    expect(ninety.cost).toBeLessThan(90);
+    // Exactly one month: month rows.
+    const november = coverDays(day('2026-11-01'), day('2026-12-01'), ['month', 'week', 'day']);
+    expect(november.pieces).toEqual([
+      { bucket: 'month', fromDay: day('2026-11-01'), toDay: day('2026-12-01'), sign: 1 },
+    ]);
+    // Days only when weeks and months cannot be used.
+    expect(coverDays(10, 40, ['day']).pieces).toEqual([{ bucket: 'day', fromDay: 10, toDay: 40, sign: 1 }]);
+  });
+});
+
+describe('the buckets a report may read', () => {
+  const none = { metadata: [] };
+  it('are days for one-key grains, outcome filters and reports by day', () => {
+    expect(usableBuckets('agent', ['agent'], none)).toEqual(['day']);
+    expect(usableBuckets('agent+client', ['agent', 'client'], { ...none, outcome: 'success' })).toEqual([
+      'day',
+    ]);
+    expect(usableBuckets('agent+client', ['agent', 'client', 'day'], none)).toEqual(['day']);
+    expect(usableBuckets('agent+client', ['agent', 'week', 'month'], { ...none, clientId: 'x' })).toEqual([
+      'day',
+    ]);
+  });
+  it('are weeks by week, months by month, and both otherwise', () => {
+    expect(usableBuckets('agent+client', ['agent', 'client', 'week'], none)).toEqual(['week', 'day']);
+    expect(usableBuckets('task_type+client', ['month', 'client', 'task_type'], none)).toEqual([
+      'month',
+      'day',
+    ]);
+    expect(usableBuckets('agent+task_type+client', ['agent', 'task_type', 'client'], none)).toEqual([
+      'month',
+      'week',
+      'day',
+    ]);
+  });
+  it('reach the report through planSources, with raw events at the partial edge days', () => {
+    const now = Date.parse('2026-11-22T16:30:00Z');
+    const range = { from: now - 30 * DAY, to: now, endExclusive: now + 1 };
+    const sources = planSources(range, ['agent', 'client'], none);
+    expect(sources.filter((s) => s.kind === 'raw')).toEqual([
+      { kind: 'raw', from: range.from, to: day('2026-10-24') * DAY },
+      { kind: 'raw', from: day('2026-11-22') * DAY, to: now + 1 },
+    ]);
+    expect(sources.some((s) => s.kind === 'rollup' && s.bucket !== 'day')).toBe(true);
+    expect(planSources(range, ['agent', 'client'], none, { forceRaw: true })).toEqual([
+      { kind: 'raw', from: range.from, to: now + 1 },
+    ]);
+  });
+});
