@@ -16,6 +16,7 @@ import type { EventRow } from '../src/storage/schema.js';
 const DAY_MS = 86_400_000;
 const OUTCOMES = ['success', 'success', 'success', 'needs_review', 'failure'] as const;
 const AGENTS = 200;
+const CHANNELS = ['email', 'chat', 'phone'];
 const CLIENTS = 20;
 const ROWS_PER_INSERT = 500;
 const ROWS_PER_TRANSACTION = 20_000;
@@ -89,7 +90,7 @@ function makeRow(
     model: null,
     tokens_in: null,
     tokens_out: null,
-    metadata: client === null ? null : JSON.stringify({ client_id: client }),
+    metadata: JSON.stringify({ ...(client === null ? {} : { client_id: client }), channel: CHANNELS[i % 3] }),
     audit_sample: null,
     pricing: null,
     occurred_at: occurredAt,

@@ -70,10 +70,24 @@ const CASES: Case[] = [
   }),
   report('time-saved agent,task_type 30d', 'agent,task_type', '30d', 'hours_saved'),
   report('leaderboard agent,task_type 90d top 10', 'agent,task_type', '90d', 'net_saved', { top: 10 }),
-  // No rollup keeps agents with clients, nor metadata: these run on raw events.
-  report('time-saved agent,client 30d (raw)', 'agent,client', '30d', 'hours_saved'),
-  report('time-saved agent 30d metadata.client_id=X (raw)', 'agent', '30d', 'hours_saved', {
+  report('time-saved agent,client 30d', 'agent,client', '30d', 'hours_saved'),
+  report('time-saved agent,client 90d', 'agent,client', '90d', 'hours_saved'),
+  report('time-saved task_type,client 90d', 'task_type,client', '90d', 'hours_saved'),
+  report('time-saved agent,task_type,client 30d', 'agent,task_type,client', '30d', 'hours_saved'),
+  report('leaderboard agent,task_type,client 90d top 10', 'agent,task_type,client', '90d', 'net_saved', {
+    top: 10,
+  }),
+  report('cost-saved agent,client,week 90d', 'agent,client,week', '90d', 'cost_saved'),
+  report('time-saved agent 30d client_id=X', 'agent', '30d', 'hours_saved', {
+    filters: { clientId: 'client-03', metadata: [] },
+  }),
+  // Served as the client filter: metadata.client_id is the client dimension.
+  report('time-saved agent 30d metadata.client_id=X', 'agent', '30d', 'hours_saved', {
     filters: { metadata: [['client_id', 'client-03']] },
+  }),
+  // No rollup keeps other metadata: this one runs on raw events, by design.
+  report('time-saved agent 30d metadata.channel=X (raw)', 'agent', '30d', 'hours_saved', {
+    filters: { metadata: [['channel', 'chat']] },
   }),
 ];
 

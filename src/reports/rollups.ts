@@ -78,26 +78,52 @@ const GRAIN_ENTRIES = (Object.entries(GRAINS) as Array<[Grain, readonly Keyed[]]
   month: hasCoarseBuckets(grain) ? grainColumn(grain, 'month') : null,
 }));
 
+interface Sums {
+  events: number;
+  hours: number;
+  cost: number;
+  agentCost: number;
+}
+
 /** The rollup increments of some events, merged by rollup key (one delta per key). */
 export function rollupDeltas(rows: readonly EventRow[], shard = 0): RollupDelta[] {
+  // Events with the same keys first (one map entry per event), then each distinct event key
+  // into its 16–24 rollup rows: a batch of similar events builds few rollup keys.
+  const events = new Map<string, { row: EventRow; day: number; client: string; sums: Sums }>();
+  for (const row of rows) {
+    const day = Math.floor(Number(row.occurred_at) / DAY_MS);
+    // A batch can hold several organisations' events (group commit): the org is part of the
+    // key. Agent and task type are free text: their lengths keep two keys from running
+    // together (the client key comes last).
+    const client = clientKey(row.client_id);
+    const id = `${row.org_id} ${row.outcome} ${day} ${row.agent_id.length}:${row.agent_id}${row.task_type.length}:${row.task_type}${client}`;
+    let entry = events.get(id);
+    if (!entry) {
+      entry = { row, day, client, sums: { events: 0, hours: 0, cost: 0, agentCost: 0 } };
+      events.set(id, entry);
+    }
+    entry.sums.events += 1;
+    entry.sums.hours += Number(row.hours_saved_micros);
+    entry.sums.cost += Number(row.cost_saved_micros);
+    entry.sums.agentCost += Number(row.agent_cost_micros ?? 0);
+  }
+
   const byKey = new Map<string, RollupDelta>();
   const add = (
-    row: EventRow,
+    orgId: string,
     grain: string,
     outcome: string,
     day: number,
     agentId: string,
     taskType: string,
     client: string,
+    sums: Sums,
   ) => {
-    // A batch can hold several organisations' events (group commit): the org is part of the
-    // key. Agent and task type are free text: their lengths keep two keys from running
-    // together (the client key comes last).
-    const id = `${row.org_id} ${grain} ${outcome} ${day} ${agentId.length}:${agentId}${taskType.length}:${taskType}${client}`;
+    const id = `${orgId} ${grain} ${outcome} ${day} ${agentId.length}:${agentId}${taskType.length}:${taskType}${client}`;
     let delta = byKey.get(id);
     if (!delta) {
       delta = {
-        org_id: row.org_id,
+        org_id: orgId,
         grain,
         outcome,
         day,
@@ -112,27 +138,25 @@ export function rollupDeltas(rows: readonly EventRow[], shard = 0): RollupDelta[
       };
       byKey.set(id, delta);
     }
-    delta.events += 1;
-    delta.hours_saved_micros += Number(row.hours_saved_micros);
-    delta.cost_saved_micros += Number(row.cost_saved_micros);
-    delta.agent_cost_micros += Number(row.agent_cost_micros ?? 0);
+    delta.events += sums.events;
+    delta.hours_saved_micros += sums.hours;
+    delta.cost_saved_micros += sums.cost;
+    delta.agent_cost_micros += sums.agentCost;
   };
-  for (const row of rows) {
-    const day = Math.floor(Number(row.occurred_at) / DAY_MS);
+  for (const { row, day, client: eventClient, sums } of events.values()) {
     const week = weekStart(day);
     const month = monthStart(day);
-    const eventClient = clientKey(row.client_id);
     for (const g of GRAIN_ENTRIES) {
       const agentId = g.agent ? row.agent_id : '';
       const taskType = g.taskType ? row.task_type : '';
       const client = g.client ? eventClient : '';
       // Each event counts in its outcome's row and in the all-outcomes row ('*'): reports
       // without an outcome filter read a third of the rows.
-      add(row, g.grain, ALL_OUTCOMES, day, agentId, taskType, client);
-      add(row, g.grain, row.outcome, day, agentId, taskType, client);
+      add(row.org_id, g.grain, ALL_OUTCOMES, day, agentId, taskType, client, sums);
+      add(row.org_id, g.grain, row.outcome, day, agentId, taskType, client, sums);
       if (g.week !== null && g.month !== null) {
-        add(row, g.week, ALL_OUTCOMES, week, agentId, taskType, client);
-        add(row, g.month, ALL_OUTCOMES, month, agentId, taskType, client);
+        add(row.org_id, g.week, ALL_OUTCOMES, week, agentId, taskType, client, sums);
+        add(row.org_id, g.month, ALL_OUTCOMES, month, agentId, taskType, client, sums);
       }
     }
   }

@@ -45,9 +45,11 @@ describe('the signed bucket cover of a range of days', () => {
         fc.integer({ min: day('2024-01-01'), max: day('2027-01-01') }),
         fc.integer({ min: 1, max: 800 }),
         fc.constantFrom(...LEVELS),
-        (a, length, levels) => {
+        fc.integer({ min: -5, max: 900 }),
+        (a, length, levels, empty) => {
           const b = a + length;
-          const { pieces } = coverDays(a, b, levels);
+          // Where the days known to be empty begin changes the cost, never what is counted.
+          const { pieces } = coverDays(a, b, levels, a + empty);
           const expected = new Map(Array.from({ length }, (_, i) => [a + i, 1] as [number, number]));
           expect(multiplicity(pieces)).toEqual(expected);
           for (const p of pieces) expect(levels).toContain(p.bucket);
@@ -81,6 +83,21 @@ describe('the signed bucket cover of a range of days', () => {
     expect(november.pieces).toEqual([
       { bucket: 'month', fromDay: day('2026-11-01'), toDay: day('2026-12-01'), sign: 1 },
     ]);
+    // 1–19 November, asked on the 20th: the month minus the 20th and 21st (later days hold no
+    // rows yet, so taking them away costs nothing).
+    const soFar = coverDays(
+      day('2026-11-01'),
+      day('2026-11-20'),
+      ['month', 'week', 'day'],
+      day('2026-11-22'),
+    );
+    expect(soFar.pieces[0]).toEqual({
+      bucket: 'month',
+      fromDay: day('2026-11-01'),
+      toDay: day('2026-12-01'),
+      sign: 1,
+    });
+    expect(soFar.cost).toBe(2.5 + 2);
     // Days only when weeks and months cannot be used.
     expect(coverDays(10, 40, ['day']).pieces).toEqual([{ bucket: 'day', fromDay: 10, toDay: 40, sign: 1 }]);
   });
