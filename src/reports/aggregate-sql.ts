@@ -115,8 +115,11 @@ function sideQuery(spec: AggregateSpec, source: Source): RawBuilder<unknown> {
   const positions = spec.groupBy.map((_, i) => sql.lit(i + 1));
   // group_by is never empty (parseGroupBy), so there is always something to group by.
   const groupBy = sql` GROUP BY ${sql.join(positions)}`;
+  // Pieces taken away (a week minus its days outside the window, today minus the events
+  // stamped after the window's end) count negatively.
+  const minus = source.sign === -1 ? sql`-` : sql``;
   if (source.kind === 'raw') {
-    const metrics = sql`COUNT(*) AS events, SUM(hours_saved_micros) AS h, SUM(cost_saved_micros) AS c, SUM(COALESCE(agent_cost_micros, 0)) AS a`;
+    const metrics = sql`${minus}COUNT(*) AS events, ${minus}SUM(hours_saved_micros) AS h, ${minus}SUM(cost_saved_micros) AS c, ${minus}SUM(COALESCE(agent_cost_micros, 0)) AS a`;
     const where = sql.join(rawConditions(spec, source.from, source.to), sql` AND `);
     return sql`SELECT ${sql.join([...groups, metrics])} FROM events${rawIndex(spec, source.from, source.to)} WHERE ${where}${groupBy}`;
   }
@@ -133,8 +136,6 @@ function sideQuery(spec: AggregateSpec, source: Source): RawBuilder<unknown> {
   if (filters.agentId !== undefined) where.push(sql`agent_id = ${filters.agentId}`);
   if (filters.taskType !== undefined) where.push(sql`task_type = ${filters.taskType}`);
   if (filters.clientId !== undefined) where.push(sql`client_key = ${clientKey(filters.clientId)}`);
-  // Buckets taken away (a week minus the days of it outside the window) count negatively.
-  const minus = source.sign === -1 ? sql`-` : sql``;
   const metrics = sql`${minus}SUM(events) AS events, ${minus}SUM(hours_saved_micros) AS h, ${minus}SUM(cost_saved_micros) AS c, ${minus}SUM(agent_cost_micros) AS a`;
   return sql`SELECT ${sql.join([...groups, metrics])} FROM report_rollups WHERE ${sql.join(where, sql` AND `)}${groupBy}`;
 }
@@ -178,7 +179,7 @@ export function aggregateQuery(db: DbOrTrx, spec: AggregateSpec) {
     ])
     // A group whose events were all taken away again (they lie outside the window) is no group.
     .$if(
-      spec.sources.some((s) => s.kind === 'rollup' && s.sign === -1),
+      spec.sources.some((s) => s.sign === -1),
       (q) => q.having(sql`SUM(u.events)`, '>', 0),
     )
     .$if(spec.totalGroups, (q) => q.select(sql<number>`COUNT(*) OVER ()`.as('total_groups')))

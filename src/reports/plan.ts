@@ -12,12 +12,12 @@ import {
 import { NUMBER_TEXT, type Dimension, type ReportFilters, type ReportRange } from './params.js';
 
 /**
- * One piece of a report's window: rollup buckets whose first day is in [fromDay, toDay), added
- * (sign 1) or taken away (sign −1), or raw events for a time span.
+ * One piece of a report's window, added (sign 1) or taken away (sign −1): rollup buckets whose
+ * first day is in [fromDay, toDay), or raw events of a time span [from, to).
  */
 export type Source =
   | { kind: 'rollup'; grain: Grain; bucket: Bucket; fromDay: number; toDay: number; sign: 1 | -1 }
-  | { kind: 'raw'; from: number; to: number };
+  | { kind: 'raw'; from: number; to: number; sign: 1 | -1 };
 
 const KEYED: readonly Dimension[] = ['agent', 'task_type', 'client'];
 
@@ -157,9 +157,13 @@ export function coverDays(a: number, b: number, levels: readonly Bucket[], empty
 }
 
 /**
- * Whole UTC days inside the window come from the rollup (day, week and month buckets, see
- * coverDays); the partial days at its edges (and everything, when no rollup covers the report)
- * from raw events by occurred_at.
+ * A report's window from the rollups and the raw events. The rollups cover whole UTC days (day,
+ * week and month buckets, see coverDays). The day the window ends in (today, for every period)
+ * is read from the rollups whole, minus the raw events after the window's end (only events
+ * stamped up to 24 hours ahead can be there). The day the window starts in is read either as raw
+ * events from the start to midnight, or, when the part before the start is the shorter one, as
+ * that day's rollup rows minus the raw events before the start. Reports no rollup keeps read
+ * raw events for the whole window.
  */
 export function planSources(
   range: ReportRange,
@@ -169,15 +173,20 @@ export function planSources(
 ): Source[] {
   const { from, endExclusive: to } = range;
   const grain = options.forceRaw ? null : chooseGrain(groupBy, filters);
-  const fromDay = Math.ceil(from / DAY_MS);
-  const toDay = Math.floor(to / DAY_MS);
-  if (grain === null || fromDay >= toDay) return [{ kind: 'raw', from, to }];
+  if (grain === null) return [{ kind: 'raw', from, to, sign: 1 }];
+  const startDay = Math.floor(from / DAY_MS);
+  const midnight = (startDay + 1) * DAY_MS;
+  const startWhole = from === startDay * DAY_MS || from - startDay * DAY_MS < midnight - from;
+  const fromDay = startWhole ? startDay : startDay + 1;
+  const toDay = Math.ceil(to / DAY_MS);
+  if (fromDay >= toDay) return [{ kind: 'raw', from, to, sign: 1 }];
   // Tracking takes occurred_at at most 24 hours ahead (spec §4.1): later days hold no rows yet,
   // so the cover can take them away for free (an estimate only; every piece is still read).
   const emptyFrom = Math.floor((range.to + DAY_MS) / DAY_MS) + 1;
   const cover = coverDays(fromDay, toDay, usableBuckets(grain, groupBy, filters), emptyFrom);
   const sources: Source[] = cover.pieces.map((p) => ({ kind: 'rollup', grain, ...p }));
-  if (from < fromDay * DAY_MS) sources.push({ kind: 'raw', from, to: fromDay * DAY_MS });
-  if (toDay * DAY_MS < to) sources.push({ kind: 'raw', from: toDay * DAY_MS, to });
+  if (fromDay * DAY_MS < from) sources.push({ kind: 'raw', from: fromDay * DAY_MS, to: from, sign: -1 });
+  if (from < fromDay * DAY_MS) sources.push({ kind: 'raw', from, to: fromDay * DAY_MS, sign: 1 });
+  if (to < toDay * DAY_MS) sources.push({ kind: 'raw', from: to, to: toDay * DAY_MS, sign: -1 });
   return sources;
 }

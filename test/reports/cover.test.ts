@@ -127,17 +127,29 @@ describe('the buckets a report may read', () => {
       'day',
     ]);
   });
-  it('reach the report through planSources, with raw events at the partial edge days', () => {
+  it('reach the report through planSources, with raw events at the edges of the window', () => {
+    // 16:30: the first day's 7.5 hours inside the window are read as events; today whole from
+    // the rollups, minus the events stamped after now.
     const now = Date.parse('2026-11-22T16:30:00Z');
     const range = { from: now - 30 * DAY, to: now, endExclusive: now + 1 };
     const sources = planSources(range, ['agent', 'client'], none);
     expect(sources.filter((s) => s.kind === 'raw')).toEqual([
-      { kind: 'raw', from: range.from, to: day('2026-10-24') * DAY },
-      { kind: 'raw', from: day('2026-11-22') * DAY, to: now + 1 },
+      { kind: 'raw', from: range.from, to: day('2026-10-24') * DAY, sign: 1 },
+      { kind: 'raw', from: now + 1, to: day('2026-11-23') * DAY, sign: -1 },
     ]);
     expect(sources.some((s) => s.kind === 'rollup' && s.bucket !== 'day')).toBe(true);
+    // 04:00: the first day is read from the rollups, minus its events before 04:00.
+    const early = Date.parse('2026-11-22T04:00:00Z');
+    const earlyRange = { from: early - 30 * DAY, to: early, endExclusive: early + 1 };
+    expect(planSources(earlyRange, ['agent'], none).filter((s) => s.kind === 'raw')).toEqual([
+      { kind: 'raw', from: day('2026-10-23') * DAY, to: earlyRange.from, sign: -1 },
+      { kind: 'raw', from: early + 1, to: day('2026-11-23') * DAY, sign: -1 },
+    ]);
     expect(planSources(range, ['agent', 'client'], none, { forceRaw: true })).toEqual([
-      { kind: 'raw', from: range.from, to: now + 1 },
+      { kind: 'raw', from: range.from, to: now + 1, sign: 1 },
+    ]);
+    expect(planSources(range, ['agent'], { metadata: [['channel', 'chat']] })).toEqual([
+      { kind: 'raw', from: range.from, to: now + 1, sign: 1 },
     ]);
   });
 });
