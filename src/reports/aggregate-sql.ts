@@ -136,6 +136,12 @@ function sideQuery(spec: AggregateSpec, source: Source): RawBuilder<unknown> {
   if (filters.agentId !== undefined) where.push(sql`agent_id = ${filters.agentId}`);
   if (filters.taskType !== undefined) where.push(sql`task_type = ${filters.taskType}`);
   if (filters.clientId !== undefined) where.push(sql`client_key = ${clientKey(filters.clientId)}`);
+  if (spec.engine === 'sqlite') {
+    // The outer GROUP BY merges everything anyway: one sort of the rollup rows instead of a sort
+    // per piece and another of their groups (agent × client 30d: 38 → 31 ms).
+    const values = sql`${minus}events AS events, ${minus}hours_saved_micros AS h, ${minus}cost_saved_micros AS c, ${minus}agent_cost_micros AS a`;
+    return sql`SELECT ${sql.join([...groups, values])} FROM report_rollups WHERE ${sql.join(where, sql` AND `)}`;
+  }
   const metrics = sql`${minus}SUM(events) AS events, ${minus}SUM(hours_saved_micros) AS h, ${minus}SUM(cost_saved_micros) AS c, ${minus}SUM(agent_cost_micros) AS a`;
   return sql`SELECT ${sql.join([...groups, metrics])} FROM report_rollups WHERE ${sql.join(where, sql` AND `)}${groupBy}`;
 }
