@@ -119,7 +119,12 @@ function sideQuery(spec: AggregateSpec, source: Source): RawBuilder<unknown> {
   // stamped after the window's end) count negatively.
   const minus = source.sign === -1 ? sql`-` : sql``;
   if (source.kind === 'raw') {
-    const metrics = sql`${minus}COUNT(*) AS events, ${minus}SUM(hours_saved_micros) AS h, ${minus}SUM(cost_saved_micros) AS c, ${minus}SUM(COALESCE(agent_cost_micros, 0)) AS a`;
+    // PostgreSQL sums bigints into numeric, and the merge over the union would then add numerics
+    // (slow) instead of bigints: the stored rollup sums are bigints already, so these stay
+    // bigints too (2^63 micro-units is 9.2 trillion hours or currency units).
+    const sum = (value: RawBuilder<unknown>) =>
+      spec.engine === 'postgres' ? sql`${minus}CAST(SUM(${value}) AS bigint)` : sql`${minus}SUM(${value})`;
+    const metrics = sql`${minus}COUNT(*) AS events, ${sum(sql`hours_saved_micros`)} AS h, ${sum(sql`cost_saved_micros`)} AS c, ${sum(sql`COALESCE(agent_cost_micros, 0)`)} AS a`;
     const where = sql.join(rawConditions(spec, source.from, source.to), sql` AND `);
     return sql`SELECT ${sql.join([...groups, metrics])} FROM events${rawIndex(spec, source.from, source.to)} WHERE ${where}${groupBy}`;
   }
@@ -136,14 +141,11 @@ function sideQuery(spec: AggregateSpec, source: Source): RawBuilder<unknown> {
   if (filters.agentId !== undefined) where.push(sql`agent_id = ${filters.agentId}`);
   if (filters.taskType !== undefined) where.push(sql`task_type = ${filters.taskType}`);
   if (filters.clientId !== undefined) where.push(sql`client_key = ${clientKey(filters.clientId)}`);
-  if (spec.engine === 'sqlite') {
-    // The outer GROUP BY merges everything anyway: one sort of the rollup rows instead of a sort
-    // per piece and another of their groups (agent × client 30d: 38 → 31 ms).
-    const values = sql`${minus}events AS events, ${minus}hours_saved_micros AS h, ${minus}cost_saved_micros AS c, ${minus}agent_cost_micros AS a`;
-    return sql`SELECT ${sql.join([...groups, values])} FROM report_rollups WHERE ${sql.join(where, sql` AND `)}`;
-  }
-  const metrics = sql`${minus}SUM(events) AS events, ${minus}SUM(hours_saved_micros) AS h, ${minus}SUM(cost_saved_micros) AS c, ${minus}SUM(agent_cost_micros) AS a`;
-  return sql`SELECT ${sql.join([...groups, metrics])} FROM report_rollups WHERE ${sql.join(where, sql` AND `)}${groupBy}`;
+  // Rollup rows go into the outer GROUP BY as they are: one merge of all rows instead of an
+  // aggregate per piece and another of their groups (agent × client 30d on 1M events: SQLite
+  // 38 → 31 ms, PostgreSQL with the bigint sums above 42 → 33 ms).
+  const values = sql`${minus}events AS events, ${minus}hours_saved_micros AS h, ${minus}cost_saved_micros AS c, ${minus}agent_cost_micros AS a`;
+  return sql`SELECT ${sql.join([...groups, values])} FROM report_rollups WHERE ${sql.join(where, sql` AND `)}`;
 }
 
 const METRIC_SQL: Record<Metric, RawBuilder<number>> = {
