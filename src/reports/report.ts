@@ -115,8 +115,10 @@ export async function buildReport({
   options?: ReportOptions;
 }) {
   const { query, meta } = await prepare(ctx, input, options);
-  const rows = await query(true).execute();
-  const totalGroups = rows[0] === undefined ? 0 : Number(rows[0].total_groups);
+  // Without `top` every group is a row: counting them needs no window over the result.
+  const cut = input.top !== null;
+  const rows = await query(cut).execute();
+  const totalGroups = !cut ? rows.length : rows[0] === undefined ? 0 : Number(rows[0].total_groups);
   return {
     meta: meta(totalGroups),
     currency: ctx.org.currency,
