@@ -2,7 +2,7 @@ import { PostgresAdapter, type QueryCreator } from 'kysely';
 import { addUsage, usageMonth, type UsageIncrement } from '../billing/usage-counter.js';
 import { rollupDeltas, upsertRollups } from '../reports/rollups.js';
 import type { DbOrTrx } from '../storage/db.js';
-import { insertRows, type PgType } from '../storage/insert-rows.js';
+import { insertEachRow, insertRows, type PgType } from '../storage/insert-rows.js';
 import type { Database, EventRow } from '../storage/schema.js';
 
 // On SQLite the rollups of 200 events (up to 10 rows of 12 columns each) are ~24,000 bound
@@ -45,7 +45,7 @@ export async function writeEvents(
           : db.with('new_events', events).with('rollups', rollups);
       inserted = await insertFirstAgents(db, chunk, statement).execute();
     } else {
-      await insertEvents(db, chunk).execute();
+      await insertEachRow(db, 'events', EVENT_COLUMNS, chunk);
       inserted = await insertFirstAgents(db, chunk).execute();
       await upsertRollups(db, deltas).execute();
       if (usage.length > 0) await addUsage(db, usage).execute();
