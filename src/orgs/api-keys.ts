@@ -78,28 +78,29 @@ export async function revokeApiKey({ ctx, keyId }: { ctx: ServiceCtx; keyId: str
   return keyView(row);
 }
 
+/** The organisation's columns a key lookup reads (all of them; see organizationOf). */
+const ORGANIZATION_FIELDS = [
+  'id',
+  'name',
+  'plan',
+  'currency',
+  'default_hourly_rate_micros',
+  'category_hourly_rates',
+  'outcome_credit',
+  'fallback_baseline_minutes',
+  'usd_exchange_rate',
+  'admin_emails',
+  'created_at',
+] as const;
+
 function keysWithOrganizationQuery(db: DbOrTrx, keyIds: string[]) {
   return (
     db
       .selectFrom('api_keys')
       .innerJoin('organizations', 'organizations.id', 'api_keys.org_id')
       // Named columns, not `organizations.*`: the statement is prepared (see storage/db.ts).
-      .select([
-        'organizations.id',
-        'organizations.name',
-        'organizations.plan',
-        'organizations.currency',
-        'organizations.default_hourly_rate_micros',
-        'organizations.category_hourly_rates',
-        'organizations.outcome_credit',
-        'organizations.fallback_baseline_minutes',
-        'organizations.usd_exchange_rate',
-        'organizations.admin_emails',
-        'organizations.created_at',
-        'api_keys.id as key_id',
-        'api_keys.key_hash',
-        'api_keys.revoked_at',
-      ])
+      .select(ORGANIZATION_FIELDS.map((field) => `organizations.${field}` as const))
+      .select(['api_keys.id as key_id', 'api_keys.key_hash', 'api_keys.revoked_at'])
       .where('api_keys.id', 'in', keyIds)
   );
 }
@@ -156,6 +157,23 @@ function findKeyWithOrganization(db: DbOrTrx, keyId: string): Promise<KeyWithOrg
   return lookup.find(keyId);
 }
 
+const decoded = new Map<string, { row: KeyWithOrganization; org: Organization }>();
+
+/**
+ * The organisation of a looked-up row. Decoding (three JSON columns) is kept per organisation
+ * with the raw values it came from and reused only while the row read on this request has the
+ * same values, so a change shows from the next request, as without it. Organizations are not
+ * mutated once built.
+ */
+function organizationOf(row: KeyWithOrganization): Organization {
+  const last = decoded.get(row.id);
+  if (last && ORGANIZATION_FIELDS.every((field) => last.row[field] === row[field])) return last.org;
+  const org = organizationFromRow(row);
+  if (decoded.size >= 10_000) decoded.clear();
+  decoded.set(row.id, { row, org });
+  return org;
+}
+
 export interface Authenticated {
   org: Organization;
   keyId: string;
@@ -172,10 +190,10 @@ export async function authenticate({
   const match = KEY_PATTERN.exec(token);
   if (!match?.[1]) throw new AppError('invalid_api_key', 'The API key is malformed or unknown.');
   const row = await findKeyWithOrganization(ctx.db, match[1]);
-  const presented = Buffer.from(hashKey(token), 'hex');
+  const presented = createHash('sha256').update(token).digest();
   if (!row || !timingSafeEqual(presented, Buffer.from(row.key_hash, 'hex'))) {
     throw new AppError('invalid_api_key', 'The API key is malformed or unknown.');
   }
   if (row.revoked_at !== null) throw new AppError('key_revoked', 'The API key was revoked.');
-  return { org: organizationFromRow(row), keyId: row.key_id };
+  return { org: organizationOf(row), keyId: row.key_id };
 }

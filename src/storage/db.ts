@@ -60,30 +60,28 @@ export function openStorage(url: string, options: OpenOptions = {}): Storage {
 /**
  * Kysely prepares every query anew; preparing costs as much as running a small statement.
  * Statements are reused by SQL text (safe: one connection, and better-sqlite3 runs them
- * synchronously, so a statement is never in use twice at once).
+ * synchronously, so a statement is never in use twice at once). `prepare` is replaced on the
+ * instance itself, not through a Proxy: every query calls it, and a Proxy would make a new
+ * function on each call and trap every other property read too.
  */
 function withStatementCache(database: SQLite.Database, size = 500): SQLite.Database {
   const cache = new Map<string, SQLite.Statement>();
   const prepare = database.prepare.bind(database);
-  return new Proxy(database, {
-    get(target, property, receiver) {
-      if (property !== 'prepare') return Reflect.get(target, property, receiver) as unknown;
-      return (source: string) => {
-        let statement = cache.get(source);
-        if (statement) {
-          cache.delete(source);
-        } else {
-          statement = prepare(source);
-          if (cache.size >= size) {
-            const oldest = cache.keys().next();
-            if (!oldest.done) cache.delete(oldest.value);
-          }
-        }
-        cache.set(source, statement);
-        return statement;
-      };
-    },
-  });
+  database.prepare = ((source: string) => {
+    let statement = cache.get(source);
+    if (statement) {
+      cache.delete(source);
+    } else {
+      statement = prepare(source);
+      if (cache.size >= size) {
+        const oldest = cache.keys().next();
+        if (!oldest.done) cache.delete(oldest.value);
+      }
+    }
+    cache.set(source, statement);
+    return statement;
+  }) as SQLite.Database['prepare'];
+  return database;
 }
 
 const preparedNames = new Map<string, string>();

@@ -1,4 +1,11 @@
-import { PostgresAdapter, sql, type InsertQueryBuilder, type InsertResult, type QueryCreator } from 'kysely';
+import {
+  CompiledQuery,
+  PostgresAdapter,
+  sql,
+  type InsertQueryBuilder,
+  type InsertResult,
+  type QueryCreator,
+} from 'kysely';
 import type { DbOrTrx } from './db.js';
 import type { Database } from './schema.js';
 
@@ -35,4 +42,39 @@ export function insertRows<T extends keyof Database & string, R extends object>(
         sql`SELECT ${sql.join(names.map((name) => sql.ref(`t.${name}`)))} FROM unnest(${sql.join(arrays)}) AS t(${sql.join(names.map((name) => sql.id(name)))})`,
       )
   );
+}
+
+const oneRowInserts = new Map<string, string>();
+
+/**
+ * SQLite only: `INSERT INTO table (…) VALUES (?, …)` run once per row, in the caller's
+ * transaction. SQLite runs one prepared one-row statement N times faster than an N-row VALUES
+ * list (25 events: in ~60 % of the time), and the statement's text is built once per table
+ * instead of a query tree of every value on every batch.
+ */
+export async function insertEachRow<T extends keyof Database & string, R extends object>(
+  db: DbOrTrx,
+  table: T,
+  columns: { readonly [K in keyof R & string]: PgType },
+  rows: readonly R[],
+): Promise<void> {
+  const names = Object.keys(columns) as Array<keyof R & string>;
+  const key = `${table} ${names.join()}`;
+  let text = oneRowInserts.get(key);
+  if (text === undefined) {
+    // Kysely writes the text (quoting, placeholders); the values are bound on each run.
+    const placeholders = Object.fromEntries(names.map((name) => [name, null]));
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    const insert = db.insertInto(table).values(placeholders as any);
+    text = insert.compile().sql;
+    oneRowInserts.set(key, text);
+  }
+  for (const row of rows) {
+    await db.executeQuery(
+      CompiledQuery.raw(
+        text,
+        names.map((name) => row[name] ?? null),
+      ),
+    );
+  }
 }

@@ -1,13 +1,13 @@
-import { PostgresAdapter, type QueryCreator } from 'kysely';
+import { CompiledQuery, PostgresAdapter, type QueryCreator } from 'kysely';
 import { addUsage, usageMonth, type UsageIncrement } from '../billing/usage-counter.js';
-import { applyRollupDeltas, rollupDeltas, upsertRollups } from '../reports/rollups.js';
+import { applyRollupDeltas, rollupDeltas, upsertRollups, type RollupDelta } from '../reports/rollups.js';
 import type { DbOrTrx } from '../storage/db.js';
-import { insertRows, type PgType } from '../storage/insert-rows.js';
+import { insertEachRow, insertRows, type PgType } from '../storage/insert-rows.js';
 import type { Database, EventRow } from '../storage/schema.js';
 
-// 200 events of 25 columns are 5,000 bound parameters on SQLite (its limit is 32,766 per
-// statement); their rollups (up to 24 rows each) go in chunks of their own. PostgreSQL takes
-// one array per column.
+// Events per write: on PostgreSQL one statement (one array per column); on SQLite each event
+// is a one-row insert and the rollups (up to 24 rows per event) go in chunks that stay under
+// its 32,766 bound parameters.
 const CHUNK = 200;
 
 /**
@@ -33,21 +33,14 @@ export async function writeEvents(
     const deltas = rollupDeltas(chunk, shard);
     let inserted;
     if (postgres) {
-      // PostgreSQL runs the statement's own insert (the agents) first, then its CTEs last to
-      // first: rows are taken in the same order as on SQLite, agents before the shared rows.
-      const events = () => insertEvents(db, chunk);
-      const rollups = () => upsertRollups(db, deltas);
-      const statement =
-        usage.length > 0
-          ? db
-              .with('new_events', events)
-              .with('usage', () => addUsage(db, usage))
-              .with('rollups', rollups)
-          : db.with('new_events', events).with('rollups', rollups);
-      inserted = await insertFirstAgents(db, chunk, statement).execute();
+      const sources: WriteSources = [chunk, usage, deltas, firstAgents(chunk)];
+      const template = pgWriteTemplate(db, usage.length > 0);
+      inserted = template
+        ? (await db.executeQuery<{ first_event_id: string }>(bindTemplate(template, sources))).rows
+        : await pgWriteStatement(db, sources).execute();
     } else {
-      await insertEvents(db, chunk).execute();
-      inserted = await insertFirstAgents(db, chunk).execute();
+      await insertEachRow(db, 'events', EVENT_COLUMNS, chunk);
+      inserted = await insertAgents(db, firstAgents(chunk)).execute();
       await applyRollupDeltas(db, deltas);
       if (usage.length > 0) await addUsage(db, usage).execute();
     }
@@ -83,22 +76,25 @@ const EVENT_COLUMNS: { readonly [K in keyof EventRow]: PgType } = {
   idempotency_key: 'text',
 };
 
-function insertEvents(db: DbOrTrx, rows: EventRow[]) {
+function insertEvents(db: DbOrTrx, rows: readonly EventRow[]) {
   return insertRows(db, 'events', EVENT_COLUMNS, rows);
 }
 
-/** Records each agent's first event; concurrent transactions take the agents in sorted order. */
-function insertFirstAgents(
-  db: DbOrTrx,
-  rows: EventRow[],
-  into: Pick<QueryCreator<Database>, 'insertInto'> = db,
-) {
+interface AgentRow {
+  org_id: string;
+  agent_id: string;
+  first_event_id: string;
+  first_seen_at: EventRow['received_at'];
+}
+
+/** Each agent's first event in `rows`, in sorted order (concurrent transactions take them so). */
+function firstAgents(rows: readonly EventRow[]): AgentRow[] {
   const firsts = new Map<string, EventRow>();
   for (const row of rows) {
     const key = `${row.org_id}\n${row.agent_id}`;
     if (!firsts.has(key)) firsts.set(key, row);
   }
-  const agents = [...firsts.values()]
+  return [...firsts.values()]
     .sort((a, b) =>
       a.org_id === b.org_id ? a.agent_id.localeCompare(b.agent_id) : a.org_id.localeCompare(b.org_id),
     )
@@ -108,6 +104,14 @@ function insertFirstAgents(
       first_event_id: r.id,
       first_seen_at: r.received_at,
     }));
+}
+
+/** Records each agent's first event; returns the ids of the events that were. */
+function insertAgents(
+  db: DbOrTrx,
+  agents: readonly AgentRow[],
+  into: Pick<QueryCreator<Database>, 'insertInto'> = db,
+) {
   const columns = {
     org_id: 'text',
     agent_id: 'text',
@@ -117,6 +121,83 @@ function insertFirstAgents(
   return insertRows(db, 'agents', columns, agents, into)
     .onConflict((oc) => oc.columns(['org_id', 'agent_id']).doNothing())
     .returning('first_event_id');
+}
+
+type WriteSources = [
+  events: readonly EventRow[],
+  usage: readonly UsageIncrement[],
+  rollups: readonly RollupDelta[],
+  agents: readonly AgentRow[],
+];
+
+/**
+ * PostgreSQL: one statement of data-modifying CTEs. PostgreSQL runs the statement's own insert
+ * (the agents) first, then its CTEs last to first: rows are taken in the same order as on
+ * SQLite, agents before the shared rows.
+ */
+function pgWriteStatement(db: DbOrTrx, [events, usage, deltas, agents]: WriteSources) {
+  const newEvents = () => insertEvents(db, events);
+  const rollups = () => upsertRollups(db, deltas);
+  const statement =
+    usage.length > 0
+      ? db
+          .with('new_events', newEvents)
+          .with('usage', () => addUsage(db, usage))
+          .with('rollups', rollups)
+      : db.with('new_events', newEvents).with('rollups', rollups);
+  return insertAgents(db, agents, statement);
+}
+
+/** The compiled write statement, with the source row set and column of each parameter. */
+interface WriteTemplate {
+  sql: string;
+  slots: Array<[source: number, column: string]>;
+}
+
+const MARK = '\u0000tally-slot\u0000';
+const templates = new WeakMap<object, Map<boolean, WriteTemplate | null>>();
+
+/**
+ * The write statement's rows go in as one array per column, so its text is the same for any
+ * rows: it is built and compiled once (per adapter, with and without usage), from one marker row
+ * per source whose every column reads as its own name, and each batch only puts its rows' columns
+ * into the parameters. Null when a parameter is not such a column (then the statement is built
+ * per batch, as before).
+ */
+function pgWriteTemplate(db: DbOrTrx, withUsage: boolean): WriteTemplate | null {
+  const adapter = db.getExecutor().adapter;
+  let byShape = templates.get(adapter);
+  if (!byShape) {
+    byShape = new Map();
+    templates.set(adapter, byShape);
+  }
+  let template = byShape.get(withUsage);
+  if (template !== undefined) return template;
+  const marker = (source: number) =>
+    new Proxy({}, { get: (_target, column) => `${MARK}${source}:${String(column)}` });
+  const markers = [0, 1, 2, 3].map((source) => (source === 1 && !withUsage ? [] : [marker(source)]));
+  const compiled = pgWriteStatement(db, markers as unknown as WriteSources).compile();
+  const slots: WriteTemplate['slots'] = [];
+  for (const parameter of compiled.parameters) {
+    const value: unknown = Array.isArray(parameter) && parameter.length === 1 ? parameter[0] : null;
+    if (typeof value !== 'string' || !value.startsWith(MARK)) break;
+    const [source, column] = value.slice(MARK.length).split(':', 2);
+    if (source === undefined || column === undefined) break;
+    slots.push([Number(source), column]);
+  }
+  template = slots.length === compiled.parameters.length ? { sql: compiled.sql, slots } : null;
+  byShape.set(withUsage, template);
+  return template;
+}
+
+function bindTemplate(
+  template: WriteTemplate,
+  sources: WriteSources,
+): CompiledQuery<{ first_event_id: string }> {
+  const parameters = template.slots.map(([source, column]) =>
+    (sources[source] as ReadonlyArray<Record<string, unknown>>).map((row) => row[column] ?? null),
+  );
+  return CompiledQuery.raw(template.sql, parameters);
 }
 
 /** One increment per organisation and month, in sorted order (the counter rows are shared). */

@@ -4,8 +4,11 @@ import { fromMicros } from '../money.js';
 import type { EventRow } from '../storage/schema.js';
 import { pageOf } from '../storage/pagination.js';
 
-/** The stored event as the API shows it (spec §2.2 plus DESIGN §4's extra fields). */
-export function eventView(row: EventRow) {
+/**
+ * The stored event as the API shows it (spec §2.2 plus DESIGN §4's extra fields). `metadata`, when
+ * the caller holds it already, is `row.metadata` parsed.
+ */
+export function eventView(row: EventRow, metadata?: Record<string, unknown> | null) {
   const agentCostMicros = row.agent_cost_micros === null ? null : Number(row.agent_cost_micros);
   return {
     event_id: row.id,
@@ -26,7 +29,12 @@ export function eventView(row: EventRow) {
     model: row.model,
     tokens_in: row.tokens_in === null ? null : Number(row.tokens_in),
     tokens_out: row.tokens_out === null ? null : Number(row.tokens_out),
-    metadata: row.metadata === null ? null : (JSON.parse(row.metadata) as Record<string, unknown>),
+    metadata:
+      metadata !== undefined
+        ? metadata
+        : row.metadata === null
+          ? null
+          : (JSON.parse(row.metadata) as Record<string, unknown>),
     received_at: new Date(Number(row.received_at)).toISOString(),
   };
 }
@@ -62,5 +70,5 @@ export async function listEvents({ ctx, input }: { ctx: OrgCtx; input: ListEvent
     .limit(input.limit + 1)
     .execute();
   const { page, next_cursor } = pageOf(rows, input.limit);
-  return { data: page.map(eventView), next_cursor };
+  return { data: page.map((row) => eventView(row)), next_cursor };
 }

@@ -12,6 +12,8 @@ export interface TrackResult {
 export interface TrackJob {
   ctx: OrgCtx;
   input: TrackInput;
+  /** `input.metadata` serialised, as stored; null without metadata. */
+  metadataJson: string | null;
   idempotencyKey: string | null;
   /** Prefix of field paths in error details (`/body`, or `/body/events/3` in a batch). */
   path: string;

@@ -96,9 +96,19 @@ export async function processBatch(db: DbOrTrx, jobs: TrackJob[], shard = 0): Pr
   const newAgents = await writeEvents(db, rows, { shard, countUsageOf });
   const created = live.map((l, i) => {
     const row = rows[i] as EventRow;
-    const event = eventView(row);
+    // The event's metadata is the request's (what the row holds, serialised): no need to parse it back.
+    const event = eventView(row, l.job.input.metadata ?? null);
     outcomes[l.index] = { ok: { event, replayed: false } };
-    return { ctx: { ...l.job.ctx, db }, row, event, isNewAgent: newAgents.has(row.id) };
+    const { ctx } = l.job;
+    const txCtx = {
+      db,
+      engine: ctx.engine,
+      clock: ctx.clock,
+      config: ctx.config,
+      org: ctx.org,
+      actorKeyId: ctx.actorKeyId,
+    };
+    return { ctx: txCtx, row, event, isNewAgent: newAgents.has(row.id) };
   });
   await onEventsCreated(db, created);
   return outcomes;
@@ -209,7 +219,7 @@ function eventRow(job: TrackJob, baseline: ResolvedBaseline | undefined): EventR
     model: input.model ?? null,
     tokens_in: input.tokens_in ?? null,
     tokens_out: input.tokens_out ?? null,
-    metadata: input.metadata === undefined ? null : JSON.stringify(input.metadata),
+    metadata: job.metadataJson,
     audit_sample: input.audit_sample === undefined ? null : JSON.stringify(input.audit_sample),
     pricing: cost.pricing === null ? null : JSON.stringify(cost.pricing),
     occurred_at: job.occurredAt.getTime(),

@@ -28,20 +28,24 @@ export interface TrackInput {
 export const METADATA_MAX_BYTES = 16 * 1024;
 const DAY_MS = 24 * 60 * 60 * 1000;
 
-/** Validation beyond the JSON schema; `path` prefixes field paths (batch items). */
-export function checkTrackInput(input: TrackInput, path: string): { occurredAt: Date | null } {
-  if (
-    input.metadata !== undefined &&
-    Buffer.byteLength(JSON.stringify(input.metadata)) > METADATA_MAX_BYTES
-  ) {
+/**
+ * Validation beyond the JSON schema; `path` prefixes field paths (batch items). Returns the
+ * serialised metadata too, as it is stored (serialised once, for the check and the row).
+ */
+export function checkTrackInput(
+  input: TrackInput,
+  path: string,
+): { occurredAt: Date | null; metadataJson: string | null } {
+  const metadataJson = input.metadata === undefined ? null : JSON.stringify(input.metadata);
+  if (metadataJson !== null && Buffer.byteLength(metadataJson) > METADATA_MAX_BYTES) {
     throw validationError(`${path}/metadata`, `must be at most ${METADATA_MAX_BYTES} bytes serialized`);
   }
-  if (input.occurred_at === undefined) return { occurredAt: null };
+  if (input.occurred_at === undefined) return { occurredAt: null, metadataJson };
   const occurredAt = new Date(input.occurred_at);
   if (Number.isNaN(occurredAt.getTime())) {
     throw validationError(`${path}/occurred_at`, 'must be an RFC 3339 timestamp with a time zone');
   }
-  return { occurredAt };
+  return { occurredAt, metadataJson };
 }
 
 /** Spec §4.1: at most 90 days in the past and 24 hours in the future, from the time of receipt. */

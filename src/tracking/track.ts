@@ -25,11 +25,12 @@ export async function trackEvent({
   idempotencyKey: string | null;
   path?: string;
 }): Promise<TrackResult> {
-  const { occurredAt } = checkTrackInput(input, path);
+  const { occurredAt, metadataJson } = checkTrackInput(input, path);
   const receivedAt = ctx.clock.now();
   const job: TrackJob = {
     ctx,
     input,
+    metadataJson,
     idempotencyKey,
     path,
     eventId: newId('evt', receivedAt),
