@@ -6,8 +6,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
+import { BUILTIN_TASK_TYPES } from '../src/catalogue/builtins.js';
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
+// BENCH_KEYS=varied: each request names one of 200 agents, 50 task types and 20 clients at
+// random, so the rollups of a batch rarely share rows (up to 24 rollup rows per event).
+const VARIED = process.env.BENCH_KEYS === 'varied';
 const CONNECTIONS = 50;
 const BODY = JSON.stringify({
   agent_id: 'bench-agent-07',
@@ -24,6 +28,18 @@ const BODY = JSON.stringify({
     team: 'tier-1',
   },
 });
+
+const pick = <T>(items: readonly T[]): T => items[Math.floor(Math.random() * items.length)] as T;
+const TASK_TYPES = BUILTIN_TASK_TYPES.map((t) => t.key);
+
+/** The benchmark body with a random agent, task type and client (same size give or take). */
+function variedBody(): string {
+  const body = JSON.parse(BODY) as { agent_id: string; task_type: string; metadata: Record<string, string> };
+  body.agent_id = `bench-agent-${String(Math.floor(Math.random() * 200)).padStart(3, '0')}`;
+  body.task_type = pick(TASK_TYPES);
+  body.metadata.client_id = `client-${String(Math.floor(Math.random() * 20)).padStart(2, '0')}`;
+  return JSON.stringify(body);
+}
 
 interface Started {
   child: ChildProcess;
@@ -49,6 +65,9 @@ async function load(port: number, apiKey: string) {
     duration: DURATION_S,
     headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` },
     body: BODY,
+    ...(VARIED
+      ? { requests: [{ setupRequest: (request: object) => ({ ...request, body: variedBody() }) }] }
+      : {}),
   });
   return {
     rps: result.requests.average,
@@ -72,7 +91,7 @@ async function run(kind: string, port: number) {
 
 const kinds = (process.env.BENCH_ENGINES ?? 'reference,sqlite,postgres').split(',');
 console.log(
-  `POST /v1/track, ${CONNECTIONS} connections, ${DURATION_S} s, ${Buffer.byteLength(BODY)}-byte body`,
+  `POST /v1/track, ${CONNECTIONS} connections, ${DURATION_S} s, ${Buffer.byteLength(BODY)}-byte body${VARIED ? ', varied agent, task type and client' : ''}`,
 );
 const results: Record<string, Awaited<ReturnType<typeof run>>> = {};
 let port = 18_080;
