@@ -4,15 +4,6 @@ import { NUMBER_TEXT, type Dimension, type Metric, type ReportFilters } from './
 import type { Source } from './plan.js';
 import { ALL_OUTCOMES, DAY_MS, clientKey, grainColumn } from './rollups.js';
 
-/** One aggregated row as the database returns it: g0…gN are the group values in group_by order. */
-export type AggregateRow = Record<string, string | number | null> & {
-  events: number;
-  h: number;
-  c: number;
-  a: number;
-  total_groups?: number;
-};
-
 export interface AggregateSpec {
   engine: Engine;
   orgId: string;
@@ -161,7 +152,9 @@ const TEXT_DIMENSIONS: readonly Dimension[] = ['agent', 'task_type', 'client', '
 /**
  * The report as one SELECT: the sources' partial aggregates, merged by group, sorted by the
  * metric descending and then by the group values ascending (byte order, no client last), with
- * the number of groups before `top` alongside every row. A query builder, so it can stream.
+ * the number of groups before `top` alongside every row. Its columns, in this order: the group
+ * values g0…gN in group_by order (time buckets as epoch-day numbers or 'YYYY-MM'), events, h, c,
+ * a (micro-unit sums), then total_groups when asked for. Callers read the rows as arrays.
  */
 export function aggregateQuery(db: DbOrTrx, spec: AggregateSpec) {
   const union = sql.join(
@@ -193,5 +186,5 @@ export function aggregateQuery(db: DbOrTrx, spec: AggregateSpec) {
     .$if(spec.totalGroups, (q) => q.select(sql<number>`COUNT(*) OVER ()`.as('total_groups')))
     .orderBy(sql`${METRIC_SQL[spec.sort]} DESC, ${sql.join(tieBreaks)}`);
   if (spec.top !== null) query = query.limit(spec.top);
-  return query.$castTo<AggregateRow>();
+  return query;
 }

@@ -1,6 +1,7 @@
 import type { OrgCtx } from '../context.js';
 import { fromMicros } from '../money.js';
-import { aggregateQuery, type AggregateRow } from './aggregate-sql.js';
+import { selectArrays } from '../storage/db.js';
+import { aggregateQuery } from './aggregate-sql.js';
 import { GROUP_KEY, periodRange, type Dimension, type ReportInput } from './params.js';
 import { clientFromMetadata, planSources } from './plan.js';
 import { DAY_MS } from './rollups.js';
@@ -45,18 +46,24 @@ function groupValue(dim: Dimension, value: string | number | null | undefined): 
   return String(value);
 }
 
-/** Money and hours: exact micro-unit sums, shown with at most 6 decimals; net computed in micros. */
-export function toReportRow(groupBy: readonly Dimension[], row: AggregateRow): ReportRow {
+/**
+ * One aggregated row as the database returns it (aggregate-sql.ts): the group values in
+ * group_by order, then events, hours, cost saved and agent cost in micro-units. Money and hours
+ * are exact micro-unit sums, shown with at most 6 decimals; net is computed in micros.
+ */
+export function toReportRow(groupBy: readonly Dimension[], row: readonly unknown[]): ReportRow {
+  const n = groupBy.length;
   const group: Record<string, GroupValue> = {};
-  groupBy.forEach((dim, i) => {
-    group[GROUP_KEY[dim]] = groupValue(dim, row[`g${i}`]);
-  });
-  const cost = Number(row.c);
-  const agentCost = Number(row.a);
+  for (let i = 0; i < n; i++) {
+    const dim = groupBy[i] as Dimension;
+    group[GROUP_KEY[dim]] = groupValue(dim, row[i] as string | number | null);
+  }
+  const cost = Number(row[n + 2]);
+  const agentCost = Number(row[n + 3]);
   return {
     group,
-    events: Number(row.events),
-    hours_saved: fromMicros(Number(row.h)),
+    events: Number(row[n]),
+    hours_saved: fromMicros(Number(row[n + 1])),
     cost_saved: fromMicros(cost),
     agent_cost: fromMicros(agentCost),
     net_saved: fromMicros(cost - agentCost),
@@ -117,8 +124,10 @@ export async function buildReport({
   const { query, meta } = await prepare(ctx, input, options);
   // Without `top` every group is a row: counting them needs no window over the result.
   const cut = input.top !== null;
-  const rows = await query(cut).execute();
-  const totalGroups = !cut ? rows.length : rows[0] === undefined ? 0 : Number(rows[0].total_groups);
+  const rows = await selectArrays(ctx.db, query(cut).compile());
+  // With `top`, every row carries the number of groups last (aggregate-sql.ts).
+  const first = rows[0];
+  const totalGroups = !cut ? rows.length : first === undefined ? 0 : Number(first[first.length - 1]);
   return {
     meta: meta(totalGroups),
     currency: ctx.org.currency,

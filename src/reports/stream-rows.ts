@@ -1,18 +1,22 @@
 import { randomBytes } from 'node:crypto';
-import { sql, type Compilable } from 'kysely';
-import type { DbOrTrx, Engine } from '../storage/db.js';
+import { CompiledQuery, sql, type Compilable } from 'kysely';
+import { selectArrays, type DbOrTrx, type Engine } from '../storage/db.js';
 
 /** Rows per SQLite page and per PostgreSQL FETCH. */
 export const PAGE_ROWS = 2000;
 
 /**
- * Rows of a SELECT, never all in memory; callers must finish or `return()` the generator, which
+ * Rows of a SELECT as arrays of its columns (storage/db.ts ARRAY_ROWS), never all in memory; callers must finish or `return()` the generator, which
  * releases what it holds. SQLite has one connection for the whole service: the query runs once
  * into a temporary table (one snapshot), which is then read in pages by rowid through short
  * queries, so tracking goes on between pages and while a slow client reads. PostgreSQL reads a
  * server-side cursor (pg has no streaming without pg-cursor) in a read-only transaction.
  */
-export async function* streamRows<R>(db: DbOrTrx, engine: Engine, query: Compilable<R>): AsyncGenerator<R> {
+export async function* streamRows(
+  db: DbOrTrx,
+  engine: Engine,
+  query: Compilable<unknown>,
+): AsyncGenerator<unknown[]> {
   const compiled = query.compile();
   if (engine === 'sqlite') {
     const name = `tally_export_${randomBytes(6).toString('hex')}`;
@@ -20,13 +24,12 @@ export async function* streamRows<R>(db: DbOrTrx, engine: Engine, query: Compila
     await db.executeQuery({ ...compiled, sql: `CREATE TEMP TABLE ${name} AS ${compiled.sql}` });
     try {
       for (let after = 0; ;) {
-        const { rows } = await sql<R & { tally_rowid: number }>`
-          SELECT rowid AS tally_rowid, * FROM ${table} WHERE rowid > ${after} ORDER BY rowid LIMIT ${PAGE_ROWS}`.execute(
-          db,
-        );
-        for (const { tally_rowid: rowid, ...row } of rows) {
-          after = rowid;
-          yield row as R;
+        const page = sql`SELECT *, rowid FROM ${table} WHERE rowid > ${after} ORDER BY rowid LIMIT ${PAGE_ROWS}`;
+        const rows = await selectArrays(db, page.compile(db));
+        for (const row of rows) {
+          // The rowid came last; the row leaves with the query's own columns.
+          after = row.pop() as number;
+          yield row;
         }
         if (rows.length < PAGE_ROWS) return;
       }
@@ -40,7 +43,7 @@ export async function* streamRows<R>(db: DbOrTrx, engine: Engine, query: Compila
   try {
     await trx.executeQuery({ ...compiled, sql: `DECLARE tally_rows NO SCROLL CURSOR FOR ${compiled.sql}` });
     for (;;) {
-      const { rows } = await sql<R>`FETCH ${sql.lit(PAGE_ROWS)} FROM tally_rows`.execute(trx);
+      const rows = await selectArrays(trx, CompiledQuery.raw(`FETCH ${PAGE_ROWS} FROM tally_rows`));
       yield* rows;
       if (rows.length < PAGE_ROWS) break;
     }

@@ -1,7 +1,15 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, PostgresAdapter, PostgresDialect, SqliteDialect, sql, type Transaction } from 'kysely';
+import {
+  Kysely,
+  PostgresAdapter,
+  PostgresDialect,
+  SqliteDialect,
+  sql,
+  type CompiledQuery,
+  type Transaction,
+} from 'kysely';
 import pg from 'pg';
 import { migrations } from './migrations/index.js';
 import type { Database } from './schema.js';
@@ -20,6 +28,20 @@ export interface Storage {
 // int8 and numeric come back as strings by default; every value we keep fits in 2^53.
 pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
 pg.types.setTypeParser(pg.types.builtins.NUMERIC, (v) => Number(v));
+
+/**
+ * A query whose text starts with this comment returns each row as an array of its columns in
+ * SELECT order instead of an object (better-sqlite3 `raw`, pg `rowMode: 'array'`): reports return
+ * tens of thousands of rows, and building an object per row costs more than the query's GROUP BY
+ * (agent × client × week over 90 days, 58,000 rows on SQLite: 151 → 109 ms).
+ */
+export const ARRAY_ROWS = '/* array rows */ ';
+
+/** Runs a compiled SELECT and returns its rows as arrays (see ARRAY_ROWS). */
+export async function selectArrays(db: DbOrTrx, compiled: CompiledQuery<unknown>): Promise<unknown[][]> {
+  const { rows } = await db.executeQuery<unknown[]>({ ...compiled, sql: ARRAY_ROWS + compiled.sql });
+  return rows;
+}
 
 export interface OpenOptions {
   /** PostgreSQL only: the schema to work in (tests use one schema per file). */
@@ -73,6 +95,7 @@ function withStatementCache(database: SQLite.Database, size = 500): SQLite.Datab
       cache.delete(source);
     } else {
       statement = prepare(source);
+      if (source.startsWith(ARRAY_ROWS)) statement.raw(true);
       if (cache.size >= size) {
         const oldest = cache.keys().next();
         if (!oldest.done) cache.delete(oldest.value);
@@ -104,6 +127,11 @@ function reusePreparedStatements(client: pg.PoolClient): void {
   const target = client as unknown as { query: Query };
   const query = target.query.bind(client);
   target.query = (text, values) => {
+    if (typeof text === 'string' && text.startsWith(ARRAY_ROWS)) {
+      // Never named: reports are planned for their own parameters (a generic plan of the
+      // three-key report ran 50 → 75 ms).
+      return query({ text, values, rowMode: 'array' });
+    }
     if (typeof text !== 'string' || !Array.isArray(values) || values.length === 0) return query(text, values);
     let name = preparedNames.get(text);
     if (name === undefined) {
