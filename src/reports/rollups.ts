@@ -27,12 +27,18 @@ export type Grain = keyof typeof GRAINS;
 /**
  * The time buckets of rollup rows. Every grain has day rows for every outcome and for all
  * outcomes together. Grains of two or three dimensions have many rows a day (thousands for
- * agent × client), so they also keep ISO-week and calendar-month rows for all outcomes together:
- * a long window reads a few coarse buckets instead of every day (see plan.ts).
+ * agent × client), so they also keep coarser rows for all outcomes together, so that a long
+ * window reads a few coarse buckets instead of every day (see plan.ts):
+ * - `month`: a calendar month;
+ * - `week`: an ISO week (Monday to Sunday) cut at month ends, so a week running over two months
+ *   has two rows, one per month, and a month is exactly its weeks;
+ * - `half`: the Monday-to-Wednesday or Thursday-to-Sunday half of such a week, cut the same way.
+ * Each bucket lies inside one bucket of every coarser kind, and a bucket row's `day` is its first
+ * day, so a row's ISO week and month are those of its `day`.
  */
-export type Bucket = 'day' | 'week' | 'month';
+export type Bucket = 'day' | 'half' | 'week' | 'month';
 
-/** Whether a grain keeps week and month rows besides its day rows. */
+/** Whether a grain keeps half, week and month rows besides its day rows. */
 export function hasCoarseBuckets(grain: Grain): boolean {
   return GRAINS[grain].length >= 2;
 }
@@ -59,6 +65,23 @@ export function nextMonthStart(day: number): number {
   return Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1) / DAY_MS;
 }
 
+/** The bucket of kind `bucket` that holds epoch day `day`: its first day and the next bucket's. */
+export function bucketAround(bucket: Bucket, day: number): [number, number] {
+  if (bucket === 'day') return [day, day + 1];
+  const monthFrom = monthStart(day);
+  const monthTo = nextMonthStart(day);
+  if (bucket === 'month') return [monthFrom, monthTo];
+  const monday = weekStart(day);
+  // Thursday starts the second half of a week.
+  const [from, to] =
+    bucket === 'week'
+      ? [monday, monday + 7]
+      : day - monday < 3
+        ? [monday, monday + 3]
+        : [monday + 3, monday + 7];
+  return [Math.max(from, monthFrom), Math.min(to, monthTo)];
+}
+
 /** The outcome value of the rollup rows that hold every outcome together. */
 export const ALL_OUTCOMES = '*';
 
@@ -74,9 +97,31 @@ const GRAIN_ENTRIES = (Object.entries(GRAINS) as Array<[Grain, readonly Keyed[]]
   agent: dims.includes('agent'),
   taskType: dims.includes('task_type'),
   client: dims.includes('client'),
-  week: hasCoarseBuckets(grain) ? grainColumn(grain, 'week') : null,
-  month: hasCoarseBuckets(grain) ? grainColumn(grain, 'month') : null,
+  coarse: hasCoarseBuckets(grain)
+    ? {
+        half: grainColumn(grain, 'half'),
+        week: grainColumn(grain, 'week'),
+        month: grainColumn(grain, 'month'),
+      }
+    : null,
 }));
+
+/** The first days of the half, week and month of a day, for the last days seen (a batch has few). */
+const COARSE_STARTS = new Map<number, { half: number; week: number; month: number }>();
+
+function coarseStarts(day: number): { half: number; week: number; month: number } {
+  let starts = COARSE_STARTS.get(day);
+  if (starts === undefined) {
+    starts = {
+      half: bucketAround('half', day)[0],
+      week: bucketAround('week', day)[0],
+      month: monthStart(day),
+    };
+    if (COARSE_STARTS.size >= 1000) COARSE_STARTS.clear();
+    COARSE_STARTS.set(day, starts);
+  }
+  return starts;
+}
 
 interface Sums {
   events: number;
@@ -88,7 +133,7 @@ interface Sums {
 /** The rollup increments of some events, merged by rollup key (one delta per key). */
 export function rollupDeltas(rows: readonly EventRow[], shard = 0): RollupDelta[] {
   // Events with the same keys first (one map entry per event), then each distinct event key
-  // into its 16–24 rollup rows: a batch of similar events builds few rollup keys.
+  // into its 16–28 rollup rows: a batch of similar events builds few rollup keys.
   const events = new Map<string, { row: EventRow; day: number; client: string; sums: Sums }>();
   for (const row of rows) {
     const day = Math.floor(Number(row.occurred_at) / DAY_MS);
@@ -144,8 +189,7 @@ export function rollupDeltas(rows: readonly EventRow[], shard = 0): RollupDelta[
     delta.agent_cost_micros += sums.agentCost;
   };
   for (const { row, day, client: eventClient, sums } of events.values()) {
-    const week = weekStart(day);
-    const month = monthStart(day);
+    const starts = coarseStarts(day);
     for (const g of GRAIN_ENTRIES) {
       const agentId = g.agent ? row.agent_id : '';
       const taskType = g.taskType ? row.task_type : '';
@@ -154,9 +198,10 @@ export function rollupDeltas(rows: readonly EventRow[], shard = 0): RollupDelta[
       // without an outcome filter read a third of the rows.
       add(row.org_id, g.grain, ALL_OUTCOMES, day, agentId, taskType, client, sums);
       add(row.org_id, g.grain, row.outcome, day, agentId, taskType, client, sums);
-      if (g.week !== null && g.month !== null) {
-        add(row.org_id, g.week, ALL_OUTCOMES, week, agentId, taskType, client, sums);
-        add(row.org_id, g.month, ALL_OUTCOMES, month, agentId, taskType, client, sums);
+      if (g.coarse !== null) {
+        add(row.org_id, g.coarse.half, ALL_OUTCOMES, starts.half, agentId, taskType, client, sums);
+        add(row.org_id, g.coarse.week, ALL_OUTCOMES, starts.week, agentId, taskType, client, sums);
+        add(row.org_id, g.coarse.month, ALL_OUTCOMES, starts.month, agentId, taskType, client, sums);
       }
     }
   }

@@ -12,7 +12,7 @@ const NOW = Date.parse('2026-11-20T12:00:00.000Z');
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 
-/** Reports that the week and month buckets of two- and three-key grains answer. */
+/** Reports that the half, week and month buckets of two- and three-key grains answer. */
 const CASES: Array<{ groupBy: Dimension[]; filters: Omit<ReportFilters, 'metadata'> }> = [
   { groupBy: ['agent', 'client'], filters: {} },
   { groupBy: ['task_type', 'client', 'week'], filters: {} },
@@ -20,10 +20,12 @@ const CASES: Array<{ groupBy: Dimension[]; filters: Omit<ReportFilters, 'metadat
   { groupBy: ['agent'], filters: { clientId: 'k1' } },
   { groupBy: ['client', 'week'], filters: { agentId: 'b', taskType: 'dev_bug_fix' } },
   { groupBy: ['task_type'], filters: { agentId: 'a', clientId: 'k2' } },
+  // Weeks cut at month ends serve reports by week and month together.
+  { groupBy: ['agent', 'client', 'week', 'month'], filters: {} },
 ];
 const PERIODS: Period[] = ['7d', '30d', '90d', 'ytd'];
 
-describe.each(ENGINES)('reports from week and month buckets (%s)', (engine) => {
+describe.each(ENGINES)('reports from half, week and month buckets (%s)', (engine) => {
   let h: Harness;
   let ctx: OrgCtx;
   beforeAll(async () => {
@@ -66,6 +68,8 @@ describe.each(ENGINES)('reports from week and month buckets (%s)', (engine) => {
 
   it('equal the plain GROUP BY over raw events at report times on every weekday and month edge', async () => {
     let takenAway = 0;
+    let halves = 0;
+    let cutWeeks = 0;
     // Every 17 hours over 50 days: each case and period at report times spread over the week.
     for (let k = 0; k < 70; k++) {
       const at = NOW - k * 17 * HOUR;
@@ -87,10 +91,19 @@ describe.each(ENGINES)('reports from week and month buckets (%s)', (engine) => {
         expect(served.meta.total_groups).toBe(raw.meta.total_groups);
         const from = period === 'ytd' ? Date.UTC(2026, 0, 1) : at - Number(period.slice(0, -1)) * DAY;
         const sources = planSources({ from, to: at, endExclusive: at + 1 }, groupBy, input.filters);
-        takenAway += sources.filter((s) => s.kind === 'rollup' && s.sign === -1).length;
+        const rollups = sources.flatMap((s) => (s.kind === 'rollup' ? [s] : []));
+        takenAway += rollups.filter((s) => s.sign === -1).length;
+        halves += rollups.filter((s) => s.bucket === 'half').length;
+        // A week piece that starts on the first of a month other than a Monday.
+        cutWeeks += rollups.filter(
+          (s) => s.bucket === 'week' && new Date(s.fromDay * DAY).getUTCDay() !== 1,
+        ).length;
       }
     }
-    // The comparison went through buckets taken away, not only through added ones.
+    // The comparison went through buckets taken away, not only through added ones, and through
+    // half weeks and weeks cut at a month's end.
     expect(takenAway).toBeGreaterThan(20);
+    expect(halves).toBeGreaterThan(20);
+    expect(cutWeeks).toBeGreaterThan(5);
   });
 });

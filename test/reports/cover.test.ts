@@ -6,17 +6,26 @@ import type { Bucket } from '../../src/reports/rollups.js';
 const DAY = 86_400_000;
 const day = (iso: string) => Date.parse(`${iso}T00:00:00Z`) / DAY;
 
-/** The days one bucket row holds, computed from calendar dates (not from the code under test). */
+/**
+ * Whether a bucket row can start on `day` and, if so, the days it holds, computed from calendar
+ * dates (not from the code under test): weeks start on Mondays, halves on Mondays and Thursdays,
+ * both also on the first of a month; every bucket ends where its kind's next one starts.
+ */
+function startsOn(bucket: Bucket, day: number): boolean {
+  const date = new Date(day * DAY);
+  const first = date.getUTCDate() === 1;
+  if (bucket === 'day') return true;
+  if (bucket === 'month') return first;
+  const weekday = date.getUTCDay();
+  return first || weekday === 1 || (bucket === 'half' && weekday === 4);
+}
+
 function daysOf(bucket: Bucket, start: number): number[] {
-  const date = new Date(start * DAY);
+  expect(startsOn(bucket, start)).toBe(true);
   if (bucket === 'day') return [start];
-  if (bucket === 'week') {
-    expect(date.getUTCDay()).toBe(1); // week rows start on a Monday
-    return Array.from({ length: 7 }, (_, i) => start + i);
-  }
-  expect(date.getUTCDate()).toBe(1); // month rows start on the first
-  const next = Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1) / DAY;
-  return Array.from({ length: next - start }, (_, i) => start + i);
+  const days = [start];
+  while (!startsOn(bucket, start + days.length)) days.push(start + days.length);
+  return days;
 }
 
 /** How often each day is counted by a cover: +1 per bucket added, −1 per bucket taken away. */
@@ -25,10 +34,7 @@ function multiplicity(pieces: ReturnType<typeof coverDays>['pieces']): Map<numbe
   for (const p of pieces) {
     // A piece names the bucket rows whose first day lies in [fromDay, toDay).
     for (let start = p.fromDay; start < p.toDay; start++) {
-      const first = new Date(start * DAY);
-      const isStart =
-        p.bucket === 'day' || (p.bucket === 'week' ? first.getUTCDay() === 1 : first.getUTCDate() === 1);
-      if (!isStart) continue;
+      if (!startsOn(p.bucket, start)) continue;
       for (const d of daysOf(p.bucket, start)) counts.set(d, (counts.get(d) ?? 0) + p.sign);
     }
   }
@@ -36,7 +42,15 @@ function multiplicity(pieces: ReturnType<typeof coverDays>['pieces']): Map<numbe
   return counts;
 }
 
-const LEVELS: Bucket[][] = [['day'], ['week', 'day'], ['month', 'day'], ['month', 'week', 'day']];
+const LEVELS: Bucket[][] = [
+  ['day'],
+  ['week', 'day'],
+  ['month', 'day'],
+  ['month', 'week', 'day'],
+  ['week', 'half', 'day'],
+  ['month', 'week', 'half', 'day'],
+  ['month', 'half', 'day'],
+];
 
 describe('the signed bucket cover of a range of days', () => {
   it('counts every day of the range once and no other day', () => {
@@ -60,15 +74,32 @@ describe('the signed bucket cover of a range of days', () => {
   });
 
   it('reads whole weeks and months where they fit, and never costs more than the days', () => {
-    // Sat 24 Oct … Sat 21 Nov 2026: two days, four weeks, minus Sunday 22 Nov.
+    // Sat 24 Oct … Sat 21 Nov 2026: two days, the week cut at October's end, November minus
+    // Sunday 22 Nov and the weeks after it.
     const thirty = coverDays(day('2026-10-24'), day('2026-11-22'), ['month', 'week', 'day']);
-    expect(thirty.cost).toBe(2 + 4 * 2 + 1);
-    expect(thirty.pieces).toContainEqual({
-      bucket: 'week',
-      fromDay: day('2026-10-26'),
-      toDay: day('2026-11-16'),
-      sign: 1,
-    });
+    expect(thirty.cost).toBe(2 + 2 + 2.5 + 1 + 3);
+    expect(thirty.pieces).toEqual([
+      { bucket: 'day', fromDay: day('2026-10-24'), toDay: day('2026-10-26'), sign: 1 },
+      { bucket: 'week', fromDay: day('2026-10-26'), toDay: day('2026-11-01'), sign: 1 },
+      { bucket: 'month', fromDay: day('2026-11-01'), toDay: day('2026-12-01'), sign: 1 },
+      { bucket: 'day', fromDay: day('2026-11-22'), toDay: day('2026-11-23'), sign: -1 },
+      // Mon 23 … Sun 29 and Mon 30, the week cut at November's end (one day: costs a day).
+      { bucket: 'week', fromDay: day('2026-11-23'), toDay: day('2026-12-01'), sign: -1 },
+    ]);
+    // The benchmark's 30 days, asked on Friday 20 Nov: Thu 22 … Sun 25 Oct is a half week.
+    const halves = coverDays(
+      day('2026-10-22'),
+      day('2026-11-21'),
+      ['month', 'week', 'half', 'day'],
+      day('2026-11-22'),
+    );
+    expect(halves.pieces).toEqual([
+      { bucket: 'half', fromDay: day('2026-10-22'), toDay: day('2026-10-26'), sign: 1 },
+      { bucket: 'week', fromDay: day('2026-10-26'), toDay: day('2026-11-01'), sign: 1 },
+      { bucket: 'month', fromDay: day('2026-11-01'), toDay: day('2026-12-01'), sign: 1 },
+      { bucket: 'day', fromDay: day('2026-11-21'), toDay: day('2026-12-01'), sign: -1 },
+    ]);
+    expect(halves.cost).toBeCloseTo(1.6 + 2 + 2.5 + 1);
     // Mon 24 Aug … Sat 21 Nov: a week, a day, September to November, minus November's tail.
     const ninety = coverDays(day('2026-08-24'), day('2026-11-22'), ['month', 'week', 'day']);
     expect(ninety.pieces).toContainEqual({
@@ -111,21 +142,17 @@ describe('the buckets a report may read', () => {
       'day',
     ]);
     expect(usableBuckets('agent+client', ['agent', 'client', 'day'], none)).toEqual(['day']);
-    expect(usableBuckets('agent+client', ['agent', 'week', 'month'], { ...none, clientId: 'x' })).toEqual([
+    expect(usableBuckets('agent+client', ['agent', 'day', 'month'], { ...none, clientId: 'x' })).toEqual([
       'day',
     ]);
   });
-  it('are weeks by week, months by month, and both otherwise', () => {
-    expect(usableBuckets('agent+client', ['agent', 'client', 'week'], none)).toEqual(['week', 'day']);
-    expect(usableBuckets('task_type+client', ['month', 'client', 'task_type'], none)).toEqual([
-      'month',
-      'day',
-    ]);
-    expect(usableBuckets('agent+task_type+client', ['agent', 'task_type', 'client'], none)).toEqual([
-      'month',
-      'week',
-      'day',
-    ]);
+  it('are weeks and halves by week (months hold parts of weeks), and every bucket otherwise', () => {
+    const fine = ['week', 'half', 'day'];
+    const all = ['month', 'week', 'half', 'day'];
+    expect(usableBuckets('agent+client', ['agent', 'client', 'week'], none)).toEqual(fine);
+    expect(usableBuckets('agent+client', ['agent', 'week', 'month'], none)).toEqual(fine);
+    expect(usableBuckets('task_type+client', ['month', 'client', 'task_type'], none)).toEqual(all);
+    expect(usableBuckets('agent+task_type+client', ['agent', 'task_type', 'client'], none)).toEqual(all);
   });
   it('reach the report through planSources, with raw events at the edges of the window', () => {
     // 16:30: the first day's 7.5 hours inside the window are read as events; today whole from

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as rollupPairs from '../../src/storage/migrations/2026_11_22_0004_rollup_pairs.js';
 import * as rollupBuckets from '../../src/storage/migrations/2026_11_22_0005_rollup_buckets.js';
+import * as rollupHalves from '../../src/storage/migrations/2026_11_22_0006_rollup_halves.js';
 import type { Db } from '../../src/storage/db.js';
 import { lcg, seed, type SeedEvent } from '../reports/seed.js';
 import { unlimited } from '../reports/unlimited.js';
@@ -50,14 +51,22 @@ describe.each(ENGINES)('the rollup migrations (%s)', (engine) => {
     expect(kept.length).toBeGreaterThan(100);
 
     // 0004 rebuilds the table with the grains of its day; 0005 adds the later grains and the
-    // week and month buckets.
+    // week and month buckets; 0006 cuts the weeks at month ends and adds half weeks.
     await h.ctx.db.transaction().execute(async (trx) => {
       await rollupPairs.up(trx);
       await rollupBuckets.up(trx);
+      await rollupHalves.up(trx);
     });
     expect(await rollups(h.ctx.db)).toEqual(kept);
     const grains = new Set(kept.map((row) => (row as { grain: string }).grain));
     expect(grains).toContain('agent+task_type+client/month');
     expect(grains).toContain('task_type+client/week');
+    expect(grains).toContain('agent+client/half');
+    // Weeks cut at month ends: some week row starts on a day other than a Monday.
+    const weekDays = kept
+      .filter((row) => (row as { grain: string }).grain.endsWith('/week'))
+      .map((row) => new Date(Number((row as { day: string }).day) * DAY).getUTCDay());
+    expect(weekDays).toContain(1);
+    expect(weekDays.some((d) => d !== 1)).toBe(true);
   });
 });
