@@ -57,12 +57,13 @@ export function chooseGrain(groupBy: readonly Dimension[], filters: ReportFilter
 }
 
 /**
- * The buckets a report may read, coarsest first. Coarse rows hold all outcomes together and
- * cannot be split into days. Halves and weeks lie inside one ISO week and one month, so they
- * serve reports by week, by month or both; a month holds parts of several weeks.
+ * The buckets a report may read, coarsest first. Coarse rows cannot be split into days. Halves
+ * and weeks lie inside one ISO week and one month, so they serve reports by week, by month or
+ * both; a month holds parts of several weeks. Every row keeps each outcome's sums, so an
+ * `outcome` filter reads the same buckets.
  */
-export function usableBuckets(grain: Grain, groupBy: readonly Dimension[], filters: ReportFilters): Bucket[] {
-  if (!hasCoarseBuckets(grain) || filters.outcome !== undefined || groupBy.includes('day')) return ['day'];
+export function usableBuckets(grain: Grain, groupBy: readonly Dimension[]): Bucket[] {
+  if (!hasCoarseBuckets(grain) || groupBy.includes('day')) return ['day'];
   if (groupBy.includes('week')) return ['week', 'half', 'day'];
   return ['month', 'week', 'half', 'day'];
 }
@@ -180,7 +181,7 @@ export function planSources(
   // Tracking takes occurred_at at most 24 hours ahead (spec §4.1): later days hold no rows yet,
   // so the cover can take them away for free (an estimate only; every piece is still read).
   const emptyFrom = Math.floor((range.to + DAY_MS) / DAY_MS) + 1;
-  const cover = coverDays(fromDay, toDay, usableBuckets(grain, groupBy, filters), emptyFrom);
+  const cover = coverDays(fromDay, toDay, usableBuckets(grain, groupBy), emptyFrom);
   const sources: Source[] = cover.pieces.map((p) => ({ kind: 'rollup', grain, ...p }));
   if (fromDay * DAY_MS < from) sources.push({ kind: 'raw', from: fromDay * DAY_MS, to: from, sign: -1 });
   if (from < fromDay * DAY_MS) sources.push({ kind: 'raw', from, to: fromDay * DAY_MS, sign: 1 });

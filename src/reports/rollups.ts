@@ -1,3 +1,4 @@
+import { OUTCOMES, type Outcome } from '../orgs/organizations.js';
 import type { DbOrTrx } from '../storage/db.js';
 import { insertRows, type PgType } from '../storage/insert-rows.js';
 import type { EventRow, ReportRollupsTable } from '../storage/schema.js';
@@ -25,10 +26,9 @@ export const GRAINS = {
 export type Grain = keyof typeof GRAINS;
 
 /**
- * The time buckets of rollup rows. Every grain has day rows for every outcome and for all
- * outcomes together. Grains of two or three dimensions have many rows a day (thousands for
- * agent × client), so they also keep coarser rows for all outcomes together, so that a long
- * window reads a few coarse buckets instead of every day (see plan.ts):
+ * The time buckets of rollup rows. Every grain has day rows. Grains of two or three dimensions
+ * have many rows a day (thousands for agent × client), so they also keep coarser rows, so that a
+ * long window reads a few coarse buckets instead of every day (see plan.ts):
  * - `month`: a calendar month;
  * - `week`: an ISO week (Monday to Sunday) cut at month ends, so a week running over two months
  *   has two rows, one per month, and a month is exactly its weeks;
@@ -82,8 +82,21 @@ export function bucketAround(bucket: Bucket, day: number): [number, number] {
   return [Math.max(from, monthFrom), Math.min(to, monthTo)];
 }
 
-/** The outcome value of the rollup rows that hold every outcome together. */
-export const ALL_OUTCOMES = '*';
+/** The sums a rollup row keeps, each over every outcome and over each outcome's events. */
+export const SUMS = ['events', 'hours_saved_micros', 'cost_saved_micros', 'agent_cost_micros'] as const;
+export type Sum = (typeof SUMS)[number];
+
+type SumColumn = Sum | `${Outcome}_${Sum}`;
+
+/** The column of a sum over every event (no outcome) or over the events of one outcome. */
+export function sumColumn(sum: Sum, outcome?: Outcome): SumColumn {
+  return outcome === undefined ? sum : `${outcome}_${sum}`;
+}
+
+/** Every sum column: one row holds all outcomes together and each outcome apart. */
+export const SUM_COLUMNS: readonly SumColumn[] = [undefined, ...OUTCOMES].flatMap((outcome) =>
+  SUMS.map((sum) => sumColumn(sum, outcome)),
+);
 
 /** Rollup key of a client: a prefix keeps "no client" ('') apart from an empty client id ('c'). */
 export function clientKey(clientId: string | null): string {
@@ -130,11 +143,26 @@ interface Sums {
   agentCost: number;
 }
 
+const OUTCOME_COLUMNS = Object.fromEntries(
+  OUTCOMES.map((outcome) => [outcome, SUMS.map((sum) => sumColumn(sum, outcome))]),
+) as Record<Outcome, SumColumn[]>;
+
+const ZERO_SUMS = Object.fromEntries(SUM_COLUMNS.map((column) => [column, 0])) as Record<SumColumn, number>;
+
+function outcomeOf(row: EventRow): Outcome {
+  const outcome = row.outcome as Outcome;
+  if (!OUTCOMES.includes(outcome)) throw new Error(`unknown outcome ${row.outcome}`);
+  return outcome;
+}
+
 /** The rollup increments of some events, merged by rollup key (one delta per key). */
 export function rollupDeltas(rows: readonly EventRow[], shard = 0): RollupDelta[] {
   // Events with the same keys first (one map entry per event), then each distinct event key
-  // into its 16–28 rollup rows: a batch of similar events builds few rollup keys.
-  const events = new Map<string, { row: EventRow; day: number; client: string; sums: Sums }>();
+  // into its 8–20 rollup rows: a batch of similar events builds few rollup keys.
+  const events = new Map<
+    string,
+    { row: EventRow; outcome: Outcome; day: number; client: string; sums: Sums }
+  >();
   for (const row of rows) {
     const day = Math.floor(Number(row.occurred_at) / DAY_MS);
     // A batch can hold several organisations' events (group commit): the org is part of the
@@ -144,7 +172,8 @@ export function rollupDeltas(rows: readonly EventRow[], shard = 0): RollupDelta[
     const id = `${row.org_id} ${row.outcome} ${day} ${row.agent_id.length}:${row.agent_id}${row.task_type.length}:${row.task_type}${client}`;
     let entry = events.get(id);
     if (!entry) {
-      entry = { row, day, client, sums: { events: 0, hours: 0, cost: 0, agentCost: 0 } };
+      const sums = { events: 0, hours: 0, cost: 0, agentCost: 0 };
+      entry = { row, outcome: outcomeOf(row), day, client, sums };
       events.set(id, entry);
     }
     entry.sums.events += 1;
@@ -157,51 +186,54 @@ export function rollupDeltas(rows: readonly EventRow[], shard = 0): RollupDelta[
   const add = (
     orgId: string,
     grain: string,
-    outcome: string,
     day: number,
     agentId: string,
     taskType: string,
     client: string,
+    outcome: Outcome,
     sums: Sums,
   ) => {
-    const id = `${orgId} ${grain} ${outcome} ${day} ${agentId.length}:${agentId}${taskType.length}:${taskType}${client}`;
+    const id = `${orgId} ${grain} ${day} ${agentId.length}:${agentId}${taskType.length}:${taskType}${client}`;
     let delta = byKey.get(id);
     if (!delta) {
-      delta = {
+      const keys = {
         org_id: orgId,
         grain,
-        outcome,
         day,
         agent_id: agentId,
         task_type: taskType,
         client_key: client,
         shard,
-        events: 0,
-        hours_saved_micros: 0,
-        cost_saved_micros: 0,
-        agent_cost_micros: 0,
       };
+      delta = Object.assign(keys, ZERO_SUMS);
       byKey.set(id, delta);
     }
     delta.events += sums.events;
     delta.hours_saved_micros += sums.hours;
     delta.cost_saved_micros += sums.cost;
     delta.agent_cost_micros += sums.agentCost;
+    const [events, hours, cost, agentCost] = OUTCOME_COLUMNS[outcome] as [
+      SumColumn,
+      SumColumn,
+      SumColumn,
+      SumColumn,
+    ];
+    delta[events] += sums.events;
+    delta[hours] += sums.hours;
+    delta[cost] += sums.cost;
+    delta[agentCost] += sums.agentCost;
   };
-  for (const { row, day, client: eventClient, sums } of events.values()) {
+  for (const { row, outcome, day, client: eventClient, sums } of events.values()) {
     const starts = coarseStarts(day);
     for (const g of GRAIN_ENTRIES) {
       const agentId = g.agent ? row.agent_id : '';
       const taskType = g.taskType ? row.task_type : '';
       const client = g.client ? eventClient : '';
-      // Each event counts in its outcome's row and in the all-outcomes row ('*'): reports
-      // without an outcome filter read a third of the rows.
-      add(row.org_id, g.grain, ALL_OUTCOMES, day, agentId, taskType, client, sums);
-      add(row.org_id, g.grain, row.outcome, day, agentId, taskType, client, sums);
+      add(row.org_id, g.grain, day, agentId, taskType, client, outcome, sums);
       if (g.coarse !== null) {
-        add(row.org_id, g.coarse.half, ALL_OUTCOMES, starts.half, agentId, taskType, client, sums);
-        add(row.org_id, g.coarse.week, ALL_OUTCOMES, starts.week, agentId, taskType, client, sums);
-        add(row.org_id, g.coarse.month, ALL_OUTCOMES, starts.month, agentId, taskType, client, sums);
+        add(row.org_id, g.coarse.half, starts.half, agentId, taskType, client, outcome, sums);
+        add(row.org_id, g.coarse.week, starts.week, agentId, taskType, client, outcome, sums);
+        add(row.org_id, g.coarse.month, starts.month, agentId, taskType, client, outcome, sums);
       }
     }
   }
@@ -209,39 +241,33 @@ export function rollupDeltas(rows: readonly EventRow[], shard = 0): RollupDelta[
   return [...byKey.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, delta]) => delta);
 }
 
-// 12 columns per row stays well under SQLite's and PostgreSQL's bound-parameter limits.
+// 20 columns per row stays well under SQLite's and PostgreSQL's bound-parameter limits.
 const CHUNK = 1000;
 
-const ROLLUP_COLUMNS: { readonly [K in keyof RollupDelta]: PgType } = {
+const ROLLUP_COLUMNS = {
   org_id: 'text',
   grain: 'text',
-  outcome: 'text',
   day: 'bigint',
   agent_id: 'text',
   task_type: 'text',
   client_key: 'text',
   shard: 'bigint',
-  events: 'bigint',
-  hours_saved_micros: 'bigint',
-  cost_saved_micros: 'bigint',
-  agent_cost_micros: 'bigint',
-};
+  ...Object.fromEntries(SUM_COLUMNS.map((column) => [column, 'bigint'])),
+} as { readonly [K in keyof RollupDelta]: PgType };
 
 /** The upsert that adds `deltas` to the rollups, unexecuted, so it can join a larger statement. */
 export function upsertRollups(db: DbOrTrx, deltas: readonly RollupDelta[]) {
   return insertRows(db, 'report_rollups', ROLLUP_COLUMNS, deltas).onConflict((oc) =>
     oc
-      .columns(['org_id', 'grain', 'outcome', 'day', 'agent_id', 'task_type', 'client_key', 'shard'])
-      .doUpdateSet((eb) => ({
-        events: eb('report_rollups.events', '+', eb.ref('excluded.events')),
-        hours_saved_micros: eb(
-          'report_rollups.hours_saved_micros',
-          '+',
-          eb.ref('excluded.hours_saved_micros'),
+      .columns(['org_id', 'grain', 'day', 'agent_id', 'task_type', 'client_key', 'shard'])
+      .doUpdateSet((eb) =>
+        Object.fromEntries(
+          SUM_COLUMNS.map((column) => [
+            column,
+            eb(`report_rollups.${column}`, '+', eb.ref(`excluded.${column}`)),
+          ]),
         ),
-        cost_saved_micros: eb('report_rollups.cost_saved_micros', '+', eb.ref('excluded.cost_saved_micros')),
-        agent_cost_micros: eb('report_rollups.agent_cost_micros', '+', eb.ref('excluded.agent_cost_micros')),
-      })),
+      ),
   );
 }
 

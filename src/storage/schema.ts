@@ -109,15 +109,14 @@ export interface AgentsTable {
 }
 
 /**
- * Report aggregates; see src/reports/rollups.ts and migrations 0004 (keys) and 0005 (grains and
- * week/month buckets).
+ * Report aggregates; see src/reports/rollups.ts and migrations 0004 (keys), 0005 (grains and
+ * coarse buckets) and 0006 (sums by outcome, half weeks).
  */
 export interface ReportRollupsTable {
   org_id: string;
-  /** The grain, with '/week' or '/month' for the coarse buckets of two- and three-key grains. */
+  /** The grain, with '/half', '/week' or '/month' for the coarse buckets of two- and three-key grains. */
   grain: string;
-  outcome: string;
-  /** Epoch day of the bucket's first day (the day itself, the Monday, or the first of the month). */
+  /** Epoch day of the bucket's first day. */
   day: number;
   /** The grain's keys; '' for a dimension the grain does not keep. */
   agent_id: string;
@@ -125,10 +124,24 @@ export interface ReportRollupsTable {
   /** 'c' + client_id, or '' for events without a client. */
   client_key: string;
   shard: Generated<number>;
+  /** Sums over every outcome… */
   events: number;
   hours_saved_micros: number;
   cost_saved_micros: number;
   agent_cost_micros: number;
+  /** …and over the events of each outcome. */
+  success_events: number;
+  success_hours_saved_micros: number;
+  success_cost_saved_micros: number;
+  success_agent_cost_micros: number;
+  needs_review_events: number;
+  needs_review_hours_saved_micros: number;
+  needs_review_cost_saved_micros: number;
+  needs_review_agent_cost_micros: number;
+  failure_events: number;
+  failure_hours_saved_micros: number;
+  failure_cost_saved_micros: number;
+  failure_agent_cost_micros: number;
 }
 
 export interface WebhooksTable {

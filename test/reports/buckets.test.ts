@@ -22,6 +22,9 @@ const CASES: Array<{ groupBy: Dimension[]; filters: Omit<ReportFilters, 'metadat
   { groupBy: ['task_type'], filters: { agentId: 'a', clientId: 'k2' } },
   // Weeks cut at month ends serve reports by week and month together.
   { groupBy: ['agent', 'client', 'week', 'month'], filters: {} },
+  // Every row keeps each outcome's sums: outcome filters read the coarse buckets too.
+  { groupBy: ['agent', 'client'], filters: { outcome: 'success' } },
+  { groupBy: ['task_type', 'client', 'week'], filters: { outcome: 'failure', agentId: 'a' } },
 ];
 const PERIODS: Period[] = ['7d', '30d', '90d', 'ytd'];
 

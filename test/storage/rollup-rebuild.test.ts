@@ -2,7 +2,8 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as rollupPairs from '../../src/storage/migrations/2026_11_22_0004_rollup_pairs.js';
 import * as rollupBuckets from '../../src/storage/migrations/2026_11_22_0005_rollup_buckets.js';
-import * as rollupHalves from '../../src/storage/migrations/2026_11_22_0006_rollup_halves.js';
+import * as rollupOutcomes from '../../src/storage/migrations/2026_11_22_0006_rollup_outcomes.js';
+import { SUM_COLUMNS } from '../../src/reports/rollups.js';
 import type { Db } from '../../src/storage/db.js';
 import { lcg, seed, type SeedEvent } from '../reports/seed.js';
 import { unlimited } from '../reports/unlimited.js';
@@ -15,12 +16,11 @@ const DAY = 86_400_000;
 /** Every rollup row with its shards added up, in a fixed order. */
 async function rollups(db: Db): Promise<unknown[]> {
   const result = await sql<Record<string, unknown>>`
-    SELECT org_id, grain, outcome, day, agent_id, task_type, client_key,
-           SUM(events) AS events, SUM(hours_saved_micros) AS h, SUM(cost_saved_micros) AS c,
-           SUM(agent_cost_micros) AS a
+    SELECT org_id, grain, day, agent_id, task_type, client_key,
+           ${sql.join(SUM_COLUMNS.map((column) => sql`SUM(${sql.ref(column)}) AS ${sql.ref(column)}`))}
     FROM report_rollups
-    GROUP BY org_id, grain, outcome, day, agent_id, task_type, client_key
-    ORDER BY org_id, grain, outcome, day, agent_id, task_type, client_key`.execute(db);
+    GROUP BY org_id, grain, day, agent_id, task_type, client_key
+    ORDER BY org_id, grain, day, agent_id, task_type, client_key`.execute(db);
   return result.rows.map((row) => Object.fromEntries(Object.entries(row).map(([k, v]) => [k, String(v)])));
 }
 
@@ -51,11 +51,12 @@ describe.each(ENGINES)('the rollup migrations (%s)', (engine) => {
     expect(kept.length).toBeGreaterThan(100);
 
     // 0004 rebuilds the table with the grains of its day; 0005 adds the later grains and the
-    // week and month buckets; 0006 cuts the weeks at month ends and adds half weeks.
+    // week and month buckets; 0006 rebuilds it with sums by outcome in columns, weeks cut at
+    // month ends and half weeks.
     await h.ctx.db.transaction().execute(async (trx) => {
       await rollupPairs.up(trx);
       await rollupBuckets.up(trx);
-      await rollupHalves.up(trx);
+      await rollupOutcomes.up(trx);
     });
     expect(await rollups(h.ctx.db)).toEqual(kept);
     const grains = new Set(kept.map((row) => (row as { grain: string }).grain));

@@ -4,7 +4,7 @@ import * as reports from './2026_11_22_0002_reports.js';
 import * as webhooks from './2026_11_22_0003_webhooks.js';
 import * as rollupPairs from './2026_11_22_0004_rollup_pairs.js';
 import * as rollupBuckets from './2026_11_22_0005_rollup_buckets.js';
-import * as rollupHalves from './2026_11_22_0006_rollup_halves.js';
+import * as rollupOutcomes from './2026_11_22_0006_rollup_outcomes.js';
 
 /** Every migration, by name; names sort in the order they apply. Add new files here. */
 export const migrations: Record<string, Migration> = {
@@ -13,5 +13,5 @@ export const migrations: Record<string, Migration> = {
   '2026_11_22_0003_webhooks': webhooks,
   '2026_11_22_0004_rollup_pairs': rollupPairs,
   '2026_11_22_0005_rollup_buckets': rollupBuckets,
-  '2026_11_22_0006_rollup_halves': rollupHalves,
+  '2026_11_22_0006_rollup_outcomes': rollupOutcomes,
 };
