@@ -78,6 +78,18 @@ const CASES: Case[] = [
     top: 10,
   }),
   report('cost-saved agent,client,week 90d', 'agent,client,week', '90d', 'cost_saved'),
+  report('cost-saved agent,client 90d outcome=success', 'agent,client', '90d', 'cost_saved', {
+    filters: { outcome: 'success', metadata: [] },
+  }),
+  report(
+    'time-saved agent,task_type,client 30d outcome=failure',
+    'agent,task_type,client',
+    '30d',
+    'hours_saved',
+    {
+      filters: { outcome: 'failure', metadata: [] },
+    },
+  ),
   report('time-saved agent 30d client_id=X', 'agent', '30d', 'hours_saved', {
     filters: { clientId: 'client-03', metadata: [] },
   }),

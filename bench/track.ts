@@ -10,7 +10,7 @@ import { BUILTIN_TASK_TYPES } from '../src/catalogue/builtins.js';
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
 // BENCH_KEYS=varied: each request names one of 200 agents, 50 task types and 20 clients at
-// random, so the rollups of a batch rarely share rows (up to 28 rollup rows per event).
+// random, so the rollups of a batch rarely share rows (up to 20 rollup rows per event).
 const VARIED = process.env.BENCH_KEYS === 'varied';
 const CONNECTIONS = 50;
 const BODY = JSON.stringify({
