@@ -140,13 +140,24 @@ function sideQuery(spec: AggregateSpec, source: Source): RawBuilder<unknown> {
   return sql`SELECT ${sql.join([...groups, values])} FROM report_rollups WHERE ${sql.join(where, sql` AND `)}`;
 }
 
-const METRIC_SQL: Record<Metric, RawBuilder<number>> = {
-  events: sql`SUM(u.events)`,
-  hours_saved: sql`SUM(u.h)`,
-  cost_saved: sql`SUM(u.c)`,
-  agent_cost: sql`SUM(u.a)`,
-  net_saved: sql`(SUM(u.c) - SUM(u.a))`,
-};
+/**
+ * The merged sums. PostgreSQL sums bigints into numeric: cast back, the groups are sorted and
+ * sent as bigints (agent × task type × client 30d on 1M events: the sort of 10,500 groups
+ * 8 → 2 ms).
+ */
+function metricSql(engine: Engine): Record<Metric, RawBuilder<number>> {
+  const sum = (column: string) =>
+    engine === 'postgres'
+      ? sql<number>`CAST(SUM(${sql.ref(column)}) AS bigint)`
+      : sql<number>`SUM(${sql.ref(column)})`;
+  return {
+    events: sum('u.events'),
+    hours_saved: sum('u.h'),
+    cost_saved: sum('u.c'),
+    agent_cost: sum('u.a'),
+    net_saved: sql<number>`(${sum('u.c')} - ${sum('u.a')})`,
+  };
+}
 
 const TEXT_DIMENSIONS: readonly Dimension[] = ['agent', 'task_type', 'client', 'month'];
 
@@ -169,21 +180,22 @@ export function aggregateQuery(db: DbOrTrx, spec: AggregateSpec) {
       spec.engine === 'postgres' && TEXT_DIMENSIONS.includes(d) ? sql`${ref} COLLATE "C"` : ref;
     return sql`${collated} ASC NULLS LAST`;
   });
+  const metric = metricSql(spec.engine);
   let query = db
     .selectFrom(sql`(${union})`.as('u'))
     .groupBy(groups)
     .select(spec.groupBy.map((_, i) => sql.ref(`u.g${i}`).as(`g${i}`)))
     .select([
-      METRIC_SQL.events.as('events'),
-      METRIC_SQL.hours_saved.as('h'),
-      METRIC_SQL.cost_saved.as('c'),
-      METRIC_SQL.agent_cost.as('a'),
+      metric.events.as('events'),
+      metric.hours_saved.as('h'),
+      metric.cost_saved.as('c'),
+      metric.agent_cost.as('a'),
     ])
     // A group whose events were all taken away again (they lie outside the window), or whose
     // rollup rows hold no event of the filtered outcome, is no group.
-    .having(sql`SUM(u.events)`, '>', 0)
+    .having(metric.events, '>', 0)
     .$if(spec.totalGroups, (q) => q.select(sql<number>`COUNT(*) OVER ()`.as('total_groups')))
-    .orderBy(sql`${METRIC_SQL[spec.sort]} DESC, ${sql.join(tieBreaks)}`);
+    .orderBy(sql`${metric[spec.sort]} DESC, ${sql.join(tieBreaks)}`);
   if (spec.top !== null) query = query.limit(spec.top);
   return query;
 }
