@@ -1,3 +1,4 @@
+import { CompiledQuery, SqliteAdapter } from 'kysely';
 import { OUTCOMES, type Outcome } from '../orgs/organizations.js';
 import type { DbOrTrx } from '../storage/db.js';
 import { insertRows, type PgType } from '../storage/insert-rows.js';
@@ -241,7 +242,7 @@ export function rollupDeltas(rows: readonly EventRow[], shard = 0): RollupDelta[
   return [...byKey.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, delta]) => delta);
 }
 
-// 20 columns per row stays well under SQLite's and PostgreSQL's bound-parameter limits.
+// PostgreSQL: deltas per statement (each column goes in as one array parameter).
 const CHUNK = 1000;
 
 const ROLLUP_COLUMNS = {
@@ -271,8 +272,32 @@ export function upsertRollups(db: DbOrTrx, deltas: readonly RollupDelta[]) {
   );
 }
 
-/** Adds deltas to the rollups: one multi-row upsert per chunk. */
+const ROLLUP_COLUMN_NAMES = Object.keys(ROLLUP_COLUMNS) as Array<keyof RollupDelta>;
+
+/** SQLite: the text of the upsert of one delta, built by Kysely once; values are bound per run. */
+let oneRowUpsert: string | undefined;
+
+/**
+ * Adds deltas to the rollups. SQLite runs one prepared one-row upsert per delta (cheaper than
+ * building and parsing a multi-row VALUES list of 23 columns per row on every batch, as for the
+ * events: storage/insert-rows.ts); PostgreSQL one multi-row upsert per chunk.
+ */
 export async function applyRollupDeltas(db: DbOrTrx, deltas: readonly RollupDelta[]): Promise<void> {
+  if (db.getExecutor().adapter instanceof SqliteAdapter) {
+    if (oneRowUpsert === undefined) {
+      const placeholder = Object.fromEntries(ROLLUP_COLUMN_NAMES.map((name) => [name, null]));
+      oneRowUpsert = upsertRollups(db, [placeholder as unknown as RollupDelta]).compile().sql;
+    }
+    for (const delta of deltas) {
+      await db.executeQuery(
+        CompiledQuery.raw(
+          oneRowUpsert,
+          ROLLUP_COLUMN_NAMES.map((name) => delta[name]),
+        ),
+      );
+    }
+    return;
+  }
   for (let i = 0; i < deltas.length; i += CHUNK)
     await upsertRollups(db, deltas.slice(i, i + CHUNK)).execute();
 }

@@ -6,8 +6,7 @@ import { insertEachRow, insertRows, type PgType } from '../storage/insert-rows.j
 import type { Database, EventRow } from '../storage/schema.js';
 
 // Events per write: on PostgreSQL one statement (one array per column); on SQLite each event
-// is a one-row insert and the rollups (up to 20 rows per event) go in chunks that stay under
-// its 32,766 bound parameters.
+// is a one-row insert and each of its rollup rows (up to 20 per event) a one-row upsert.
 const CHUNK = 200;
 
 /**
