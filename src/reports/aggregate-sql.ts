@@ -143,7 +143,7 @@ function sideQuery(spec: AggregateSpec, source: Source): RawBuilder<unknown> {
 /**
  * The merged sums. PostgreSQL sums bigints into numeric: cast back, the groups are sorted and
  * sent as bigints (agent × task type × client 30d on 1M events: the sort of 10,500 groups
- * 8 → 2 ms).
+ * 8 → 5.5 ms).
  */
 function metricSql(engine: Engine): Record<Metric, RawBuilder<number>> {
   const sum = (column: string) =>

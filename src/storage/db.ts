@@ -129,7 +129,7 @@ function reusePreparedStatements(client: pg.PoolClient): void {
   target.query = (text, values) => {
     if (typeof text === 'string' && text.startsWith(ARRAY_ROWS)) {
       // Never named: reports are planned for their own parameters (a generic plan of the
-      // three-key report ran 50 → 75 ms).
+      // three-key report ran 50 → 73 ms).
       return query({ text, values, rowMode: 'array' });
     }
     if (typeof text !== 'string' || !Array.isArray(values) || values.length === 0) return query(text, values);
