@@ -6,7 +6,10 @@
  * + raw edges) next to the same report as a plain GROUP BY over raw events, and the peak memory
  * of streaming a ~100,000-row export. BENCH_EVENTS overrides the event count; BENCH_SHAPE=uniform
  * seeds agents, task types and clients independently and uniformly instead of agents that each
- * do a few task types of their own (see report-seed.ts).
+ * do a few task types of their own (see report-seed.ts). BENCH_KEEP=1 keeps the seeded database
+ * (a SQLite file under the temp dir, a PostgreSQL schema bench_reports_keep_…) and reuses it on
+ * the next run with the same shape and event count, migrated to the latest layout first: for
+ * trying changes to the read path without seeding each time.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -28,6 +31,7 @@ const EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
 const RUNS = Number(process.env.BENCH_RUNS ?? 20);
 const RAW_RUNS = Number(process.env.BENCH_RAW_RUNS ?? 5);
 const SHAPE = (process.env.BENCH_SHAPE ?? 'specialised') as Shape;
+const KEEP = process.env.BENCH_KEEP === '1';
 const NOW = '2026-11-20T13:37:00.000Z';
 
 interface Case {
@@ -144,24 +148,59 @@ async function peakRss(fn: () => Promise<unknown>): Promise<number> {
 }
 
 async function open(engine: Engine): Promise<{ storage: Storage; cleanup: () => Promise<void> }> {
+  const kept = `${SHAPE}_${EVENTS}`;
   if (engine === 'sqlite') {
-    const dir = mkdtempSync(join(tmpdir(), 'tally-bench-reports-'));
+    const dir = KEEP
+      ? join(tmpdir(), `tally-bench-reports-keep-${kept}`)
+      : mkdtempSync(join(tmpdir(), 'tally-bench-reports-'));
     const storage = openStorage(`sqlite:${join(dir, 'tally.db')}`);
     await migrateToLatest(storage.db);
-    return { storage, cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
+    const cleanup = async () =>
+      KEEP ? console.log(`kept ${dir}`) : rmSync(dir, { recursive: true, force: true });
+    return { storage, cleanup };
   }
   const url = process.env.TALLY_BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-  const schema = `bench_reports_${process.pid}`;
+  const schema = KEEP ? `bench_reports_keep_${kept}` : `bench_reports_${process.pid}`;
   const admin = async (statement: string) => {
     const client = new pg.Client({ connectionString: url });
     await client.connect();
     await client.query(statement);
     await client.end();
   };
-  await admin(`DROP SCHEMA IF EXISTS ${schema} CASCADE; CREATE SCHEMA ${schema}`);
+  await admin(
+    KEEP
+      ? `CREATE SCHEMA IF NOT EXISTS ${schema}`
+      : `DROP SCHEMA IF EXISTS ${schema} CASCADE; CREATE SCHEMA ${schema}`,
+  );
   const storage = openStorage(url, { schema, poolSize: 4 });
   await migrateToLatest(storage.db);
-  return { storage, cleanup: () => admin(`DROP SCHEMA IF EXISTS ${schema} CASCADE`) };
+  const cleanup = async () =>
+    KEEP ? console.log(`kept schema ${schema}`) : admin(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  return { storage, cleanup };
+}
+
+/** The benchmark's organisation: the kept one (BENCH_KEEP) if it holds every event, else a new one. */
+async function benchOrganization(ctx: ServiceCtx): Promise<{ id: string; seeded: boolean }> {
+  const existing = await ctx.db
+    .selectFrom('organizations')
+    .select('id')
+    .where('name', '=', 'Bench')
+    .executeTakeFirst();
+  if (existing !== undefined) {
+    const events = await ctx.db
+      .selectFrom('events')
+      .select((eb) => eb.fn.countAll().as('n'))
+      .where('org_id', '=', existing.id)
+      .executeTakeFirstOrThrow();
+    if (Number(events.n) !== EVENTS) {
+      throw new Error(
+        `the kept database holds ${events.n} events, not ${EVENTS} (a seed cut short?): delete it`,
+      );
+    }
+    return { id: existing.id, seeded: true };
+  }
+  const created = await createOrganization({ ctx, input: { name: 'Bench', plan: 'enterprise' } });
+  return { id: created.org.id, seeded: false };
 }
 
 const fmt = (ms: number) => ms.toFixed(1).padStart(8);
@@ -176,15 +215,15 @@ async function run(engine: Engine): Promise<void> {
       clock,
       config: loadConfig({ TALLY_LOG_LEVEL: 'silent' }),
     };
-    const created = await createOrganization({ ctx: base, input: { name: 'Bench', plan: 'enterprise' } });
+    const bench = await benchOrganization(base);
     const ctx: OrgCtx = {
       ...base,
-      org: await getOrganization({ ctx: base, id: created.org.id }),
+      org: await getOrganization({ ctx: base, id: bench.id }),
       actorKeyId: null,
     };
 
     const seedStart = Date.now();
-    await seedEvents(storage.db, ctx.org.id, clock.now().getTime(), EVENTS, SHAPE);
+    if (!bench.seeded) await seedEvents(storage.db, ctx.org.id, clock.now().getTime(), EVENTS, SHAPE);
     // After a bulk load PostgreSQL's autovacuum would vacuum and analyse (which also marks the
     // pages all-visible, for index-only scans); the benchmark does it at once.
     await (engine === 'postgres' ? sql`VACUUM ANALYZE` : sql`ANALYZE`).execute(storage.db);
@@ -198,7 +237,7 @@ async function run(engine: Engine): Promise<void> {
       .select(sql<number>`COUNT(DISTINCT agent_id || '/' || task_type)`.as('n'))
       .executeTakeFirstOrThrow();
     console.log(
-      `\n## ${engine}: ${EVENTS.toLocaleString('en')} events (shape ${SHAPE}, ${Number(pairs.n).toLocaleString('en')} agent × task type pairs) seeded in ${((Date.now() - seedStart) / 1000).toFixed(0)} s; ${Number(rollupRows.n).toLocaleString('en')} rollup rows`,
+      `\n## ${engine}: ${EVENTS.toLocaleString('en')} events (shape ${SHAPE}, ${Number(pairs.n).toLocaleString('en')} agent × task type pairs) ${bench.seeded ? 'kept from an earlier run' : `seeded in ${((Date.now() - seedStart) / 1000).toFixed(0)} s`}; ${Number(rollupRows.n).toLocaleString('en')} rollup rows`,
     );
     console.log(`| query | p50 ms | p95 ms | plain GROUP BY p50 | p95 | ratio (p50) |`);
     console.log(`|---|---:|---:|---:|---:|---:|`);
