@@ -1,7 +1,7 @@
-import { CompiledQuery, SqliteAdapter } from 'kysely';
+import { SqliteAdapter } from 'kysely';
 import { OUTCOMES, type Outcome } from '../orgs/organizations.js';
 import type { DbOrTrx } from '../storage/db.js';
-import { insertRows, type PgType } from '../storage/insert-rows.js';
+import { insertRows, runEachRow, type PgType } from '../storage/insert-rows.js';
 import type { EventRow, ReportRollupsTable } from '../storage/schema.js';
 
 export const DAY_MS = 86_400_000;
@@ -272,30 +272,16 @@ export function upsertRollups(db: DbOrTrx, deltas: readonly RollupDelta[]) {
   );
 }
 
-const ROLLUP_COLUMN_NAMES = Object.keys(ROLLUP_COLUMNS) as Array<keyof RollupDelta>;
-
-/** SQLite: the text of the upsert of one delta, built by Kysely once; values are bound per run. */
-let oneRowUpsert: string | undefined;
-
 /**
  * Adds deltas to the rollups. SQLite runs one prepared one-row upsert per delta (cheaper than
  * building and parsing a multi-row VALUES list of 23 columns per row on every batch, as for the
- * events: storage/insert-rows.ts); PostgreSQL one multi-row upsert per chunk.
+ * events); PostgreSQL one multi-row upsert per chunk.
  */
 export async function applyRollupDeltas(db: DbOrTrx, deltas: readonly RollupDelta[]): Promise<void> {
   if (db.getExecutor().adapter instanceof SqliteAdapter) {
-    if (oneRowUpsert === undefined) {
-      const placeholder = Object.fromEntries(ROLLUP_COLUMN_NAMES.map((name) => [name, null]));
-      oneRowUpsert = upsertRollups(db, [placeholder as unknown as RollupDelta]).compile().sql;
-    }
-    for (const delta of deltas) {
-      await db.executeQuery(
-        CompiledQuery.raw(
-          oneRowUpsert,
-          ROLLUP_COLUMN_NAMES.map((name) => delta[name]),
-        ),
-      );
-    }
+    await runEachRow(db, 'upsert report_rollups', ROLLUP_COLUMNS, deltas, (placeholders) =>
+      upsertRollups(db, [placeholders]),
+    );
     return;
   }
   for (let i = 0; i < deltas.length; i += CHUNK)

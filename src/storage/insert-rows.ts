@@ -2,6 +2,7 @@ import {
   CompiledQuery,
   PostgresAdapter,
   sql,
+  type Compilable,
   type InsertQueryBuilder,
   type InsertResult,
   type QueryCreator,
@@ -44,37 +45,49 @@ export function insertRows<T extends keyof Database & string, R extends object>(
   );
 }
 
-const oneRowInserts = new Map<string, string>();
+const oneRowStatements = new Map<string, string>();
 
 /**
- * SQLite only: `INSERT INTO table (…) VALUES (?, …)` run once per row, in the caller's
+ * SQLite only: a one-row statement over `columns` run once per row, in the caller's
  * transaction. SQLite runs one prepared one-row statement N times faster than an N-row VALUES
- * list (25 events: in ~60 % of the time), and the statement's text is built once per table
- * instead of a query tree of every value on every batch.
+ * list (25 events: in ~60 % of the time), and the statement's text is built once per `name`
+ * (by `build`, from a row whose every value is a placeholder; Kysely writes quoting and
+ * placeholders) instead of a query tree of every value on every batch.
  */
+export async function runEachRow<R extends object>(
+  db: DbOrTrx,
+  name: string,
+  columns: { readonly [K in keyof R & string]: PgType },
+  rows: readonly R[],
+  build: (placeholders: R) => Compilable<unknown>,
+): Promise<void> {
+  const names = Object.keys(columns) as Array<keyof R & string>;
+  const key = `${name} ${names.join()}`;
+  let text = oneRowStatements.get(key);
+  if (text === undefined) {
+    text = build(Object.fromEntries(names.map((column) => [column, null])) as R).compile().sql;
+    oneRowStatements.set(key, text);
+  }
+  for (const row of rows) {
+    await db.executeQuery(
+      CompiledQuery.raw(
+        text,
+        names.map((column) => row[column] ?? null),
+      ),
+    );
+  }
+}
+
+/** SQLite only: `INSERT INTO table (…) VALUES (?, …)` run once per row (see runEachRow). */
 export async function insertEachRow<T extends keyof Database & string, R extends object>(
   db: DbOrTrx,
   table: T,
   columns: { readonly [K in keyof R & string]: PgType },
   rows: readonly R[],
 ): Promise<void> {
-  const names = Object.keys(columns) as Array<keyof R & string>;
-  const key = `${table} ${names.join()}`;
-  let text = oneRowInserts.get(key);
-  if (text === undefined) {
-    // Kysely writes the text (quoting, placeholders); the values are bound on each run.
-    const placeholders = Object.fromEntries(names.map((name) => [name, null]));
+  await runEachRow(db, `insert ${table}`, columns, rows, (placeholders) =>
+    // The rows are the table's insertable rows; Kysely cannot see that through the generics.
     // eslint-disable-next-line @typescript-eslint/no-explicit-any
-    const insert = db.insertInto(table).values(placeholders as any);
-    text = insert.compile().sql;
-    oneRowInserts.set(key, text);
-  }
-  for (const row of rows) {
-    await db.executeQuery(
-      CompiledQuery.raw(
-        text,
-        names.map((name) => row[name] ?? null),
-      ),
-    );
-  }
+    db.insertInto(table).values(placeholders as any),
+  );
 }
