@@ -50,7 +50,7 @@ export function grainColumn(grain: Grain, bucket: Bucket): string {
 }
 
 /** The epoch day of the Monday of the ISO week of epoch day `day` (day 0 was a Thursday). */
-export function weekStart(day: number): number {
+function weekStart(day: number): number {
   return day - ((((day + 3) % 7) + 7) % 7);
 }
 
@@ -61,7 +61,7 @@ export function monthStart(day: number): number {
 }
 
 /** The first epoch day of the month after the one of epoch day `day`. */
-export function nextMonthStart(day: number): number {
+function nextMonthStart(day: number): number {
   const date = new Date(day * DAY_MS);
   return Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1) / DAY_MS;
 }
@@ -85,7 +85,7 @@ export function bucketAround(bucket: Bucket, day: number): [number, number] {
 
 /** The sums a rollup row keeps, each over every outcome and over each outcome's events. */
 export const SUMS = ['events', 'hours_saved_micros', 'cost_saved_micros', 'agent_cost_micros'] as const;
-export type Sum = (typeof SUMS)[number];
+type Sum = (typeof SUMS)[number];
 
 type SumColumn = Sum | `${Outcome}_${Sum}`;
 
