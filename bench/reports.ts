@@ -9,7 +9,8 @@
  * do a few task types of their own (see report-seed.ts). BENCH_KEEP=1 keeps the seeded database
  * (a SQLite file under the temp dir, a PostgreSQL schema bench_reports_keep_…) and reuses it on
  * the next run with the same shape and event count, migrated to the latest layout first: for
- * trying changes to the read path without seeding each time.
+ * trying changes to the read path without seeding each time. BENCH_CASES=REGEX times only the
+ * queries whose label matches (and skips the export and usage lines unless they match too).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -32,6 +33,8 @@ const RUNS = Number(process.env.BENCH_RUNS ?? 20);
 const RAW_RUNS = Number(process.env.BENCH_RAW_RUNS ?? 5);
 const SHAPE = (process.env.BENCH_SHAPE ?? 'specialised') as Shape;
 const KEEP = process.env.BENCH_KEEP === '1';
+const ONLY = process.env.BENCH_CASES ? new RegExp(process.env.BENCH_CASES) : null;
+const selected = (label: string) => ONLY === null || ONLY.test(label);
 const NOW = '2026-11-20T13:37:00.000Z';
 
 interface Case {
@@ -242,6 +245,7 @@ async function run(engine: Engine): Promise<void> {
     console.log(`| query | p50 ms | p95 ms | plain GROUP BY p50 | p95 | ratio (p50) |`);
     console.log(`|---|---:|---:|---:|---:|---:|`);
     for (const c of CASES) {
+      if (!selected(c.label)) continue;
       const served = await time(RUNS, () => buildReport({ ctx, input: c.input }));
       const raw = await time(RAW_RUNS, () =>
         buildReport({ ctx, input: c.input, options: { forceRaw: true } }),
@@ -251,14 +255,19 @@ async function run(engine: Engine): Promise<void> {
         `| ${c.label} | ${fmt(served.p50)} | ${fmt(served.p95)} | ${fmt(raw.p50)} | ${fmt(raw.p95)} | ${ratio.toFixed(1)}× |`,
       );
     }
-    const exportInput = report('export', 'agent,day', '30d', 'hours_saved').input;
-    const exported = await time(RUNS, () => exportRows(ctx, exportInput));
-    console.log(
-      `| export agent,day 30d (CSV, streamed) | ${fmt(exported.p50)} | ${fmt(exported.p95)} | | | |`,
-    );
-    const usage = await time(RUNS, () => getUsage({ ctx }));
-    console.log(`| usage | ${fmt(usage.p50)} | ${fmt(usage.p95)} | | | |`);
+    const exportLabel = 'export agent,day 30d (CSV, streamed)';
+    if (selected(exportLabel)) {
+      const exportInput = report('export', 'agent,day', '30d', 'hours_saved').input;
+      const exported = await time(RUNS, () => exportRows(ctx, exportInput));
+      console.log(`| ${exportLabel} | ${fmt(exported.p50)} | ${fmt(exported.p95)} | | | |`);
+    }
+    if (selected('usage')) {
+      const usage = await time(RUNS, () => getUsage({ ctx }));
+      console.log(`| usage | ${fmt(usage.p50)} | ${fmt(usage.p95)} | | | |`);
+    }
 
+    const bigLabel = 'export agent,task_type,client,week 90d';
+    if (!selected(bigLabel)) return;
     const big = report('export', 'agent,task_type,client,week', '90d', 'hours_saved').input;
     let written = { rows: 0, bytes: 0 };
     const streamed = await peakRss(async () => {
@@ -266,7 +275,7 @@ async function run(engine: Engine): Promise<void> {
     });
     const materialised = await peakRss(() => buildReport({ ctx, input: big }));
     console.log(
-      `\nexport agent,task_type,client,week 90d: ${written.rows.toLocaleString('en')} rows, ${(written.bytes / 2 ** 20).toFixed(1)} MiB CSV; ` +
+      `\n${bigLabel}: ${written.rows.toLocaleString('en')} rows, ${(written.bytes / 2 ** 20).toFixed(1)} MiB CSV; ` +
         `peak RSS +${streamed.toFixed(0)} MiB streamed (the same report built in memory: +${materialised.toFixed(0)} MiB)`,
     );
   } finally {
