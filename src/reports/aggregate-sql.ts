@@ -110,14 +110,23 @@ function sideQuery(spec: AggregateSpec, source: Source): RawBuilder<unknown> {
   // stamped after the window's end) count negatively.
   const minus = source.sign === -1 ? sql`-` : sql``;
   if (source.kind === 'raw') {
+    const where = sql.join(rawConditions(spec, source.from, source.to), sql` AND `);
+    const from = sql`FROM events${rawIndex(spec, source.from, source.to)} WHERE ${where}`;
+    if (spec.sources.some((s) => s.kind === 'rollup')) {
+      // An edge of a window the rollups answer: its few thousand events go into the outer
+      // GROUP BY one by one, like rollup rows, instead of through an aggregate of their own
+      // (agent × client 30d on 1M events, PostgreSQL: 4,800 edge events, 20 → 18 ms).
+      const value = (column: RawBuilder<unknown>) => sql`${minus}${column}`;
+      const metrics = sql`${minus}1 AS events, ${value(sql`hours_saved_micros`)} AS h, ${value(sql`cost_saved_micros`)} AS c, ${value(sql`COALESCE(agent_cost_micros, 0)`)} AS a`;
+      return sql`SELECT ${sql.join([...groups, metrics])} ${from}`;
+    }
     // PostgreSQL sums bigints into numeric, and the merge over the union would then add numerics
     // (slow) instead of bigints: the stored rollup sums are bigints already, so these stay
     // bigints too (2^63 micro-units is 9.2 trillion hours or currency units).
     const sum = (value: RawBuilder<unknown>) =>
       spec.engine === 'postgres' ? sql`${minus}CAST(SUM(${value}) AS bigint)` : sql`${minus}SUM(${value})`;
     const metrics = sql`${minus}COUNT(*) AS events, ${sum(sql`hours_saved_micros`)} AS h, ${sum(sql`cost_saved_micros`)} AS c, ${sum(sql`COALESCE(agent_cost_micros, 0)`)} AS a`;
-    const where = sql.join(rawConditions(spec, source.from, source.to), sql` AND `);
-    return sql`SELECT ${sql.join([...groups, metrics])} FROM events${rawIndex(spec, source.from, source.to)} WHERE ${where}${groupBy}`;
+    return sql`SELECT ${sql.join([...groups, metrics])} ${from}${groupBy}`;
   }
   // The key's order: the grain's rows of one bucket are one range of days.
   const { filters } = spec;
