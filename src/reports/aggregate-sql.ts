@@ -14,6 +14,11 @@ export interface AggregateSpec {
   top: number | null;
   /** Whether rows carry `total_groups` (a window over every group; exports do without). */
   totalGroups: boolean;
+  /**
+   * Whether the database sorts the rows (ORDER BY). Without it the caller sorts them
+   * (order.ts); `top` needs it.
+   */
+  ordered: boolean;
 }
 
 type Side = Source['kind'];
@@ -171,8 +176,9 @@ function metricSql(engine: Engine): Record<Metric, RawBuilder<number>> {
 const TEXT_DIMENSIONS: readonly Dimension[] = ['agent', 'task_type', 'client', 'month'];
 
 /**
- * The report as one SELECT: the sources' partial aggregates, merged by group, sorted by the
- * metric descending and then by the group values ascending (byte order, no client last), with
+ * The report as one SELECT: the sources' partial aggregates, merged by group, sorted (when
+ * `ordered`) by the metric descending and then by the group values ascending (byte order, no
+ * client last; order.ts sorts the same way), with
  * the number of groups before `top` alongside every row. Its columns, in this order: the group
  * values g0…gN in group_by order (time buckets as epoch-day numbers or 'YYYY-MM'), events, h, c,
  * a (micro-unit sums), then total_groups when asked for. Callers read the rows as arrays.
@@ -204,7 +210,10 @@ export function aggregateQuery(db: DbOrTrx, spec: AggregateSpec) {
     // rollup rows hold no event of the filtered outcome, is no group.
     .having(metric.events, '>', 0)
     .$if(spec.totalGroups, (q) => q.select(sql<number>`COUNT(*) OVER ()`.as('total_groups')))
-    .orderBy(sql`${metric[spec.sort]} DESC, ${sql.join(tieBreaks)}`);
-  if (spec.top !== null) query = query.limit(spec.top);
+    .$if(spec.ordered, (q) => q.orderBy(sql`${metric[spec.sort]} DESC, ${sql.join(tieBreaks)}`));
+  if (spec.top !== null) {
+    if (!spec.ordered) throw new Error('top needs the rows ordered by the database');
+    query = query.limit(spec.top);
+  }
   return query;
 }

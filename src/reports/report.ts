@@ -3,6 +3,7 @@ import { fromMicros } from '../money.js';
 import { selectArrays } from '../storage/db.js';
 import { aggregateQuery } from './aggregate-sql.js';
 import { GROUP_KEY, periodRange, type Dimension, type ReportInput } from './params.js';
+import { sortReportRows } from './order.js';
 import { clientFromMetadata, planSources } from './plan.js';
 import { DAY_MS } from './rollups.js';
 import { streamRows } from './stream-rows.js';
@@ -90,7 +91,7 @@ async function prepare(ctx: OrgCtx, input: ReportInput, options: ReportOptions) 
   // The plain GROUP BY keeps the filters as given; they select the same events either way.
   const filters = options.forceRaw ? input.filters : clientFromMetadata(input.filters);
   const sources = planSources(range, input.groupBy, filters, options);
-  const query = (totalGroups: boolean) =>
+  const query = (totalGroups: boolean, ordered: boolean) =>
     aggregateQuery(ctx.db, {
       engine: ctx.engine,
       orgId: ctx.org.id,
@@ -100,6 +101,7 @@ async function prepare(ctx: OrgCtx, input: ReportInput, options: ReportOptions) 
       sort: input.sort,
       top: input.top,
       totalGroups,
+      ordered,
     });
   const meta = (totalGroups: number): ReportMeta => ({
     period: input.period,
@@ -122,9 +124,15 @@ export async function buildReport({
   options?: ReportOptions;
 }) {
   const { query, meta } = await prepare(ctx, input, options);
-  // Without `top` every group is a row: counting them needs no window over the result.
+  // Without `top` every group is a row: counting them needs no window over the result. On
+  // PostgreSQL they are also sorted here rather than by a Sort over the aggregate's wide rows
+  // (order.ts; agent × task type × client 30d on 1M events, 10,500 rows: the query's server time
+  // 45 → 36 ms, ~12 % for the whole report). SQLite sorts them cheaply in place; there sorting
+  // here made agent × client × week 90d (58,000 rows) 178 → 202 ms.
   const cut = input.top !== null;
-  const rows = await selectArrays(ctx.db, query(cut).compile());
+  const ordered = cut || ctx.engine === 'sqlite';
+  const rows = await selectArrays(ctx.db, query(cut, ordered).compile());
+  if (!ordered) sortReportRows(rows, input.groupBy, input.sort);
   // With `top`, every row carries the number of groups last (aggregate-sql.ts).
   const first = rows[0];
   const totalGroups = !cut ? rows.length : first === undefined ? 0 : Number(first[first.length - 1]);
@@ -146,5 +154,5 @@ export async function* streamReport({
   input: ReportInput;
 }): AsyncGenerator<ReportRow> {
   const { query } = await prepare(ctx, input, {});
-  for await (const row of streamRows(ctx.db, ctx.engine, query(false))) yield toReportRow(input.groupBy, row);
+  for await (const row of streamRows(ctx.db, ctx.engine, query(false, true))) yield toReportRow(input.groupBy, row);
 }
