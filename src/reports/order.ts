@@ -10,8 +10,12 @@ function codePointKey(unit: number): number {
   return unit < 0xe000 ? unit + 0x2000 : unit - 0x800;
 }
 
+/** Code units from the surrogates up: below them, UTF-16 order is already byte order. */
+const HIGH_UNITS = /[\uD800-\uFFFF]/;
+
 /** Byte order of the UTF-8 texts of two strings. */
 export function compareText(a: string, b: string): number {
+  if (!HIGH_UNITS.test(a) && !HIGH_UNITS.test(b)) return a < b ? -1 : a > b ? 1 : 0;
   const n = Math.min(a.length, b.length);
   for (let i = 0; i < n; i++) {
     const x = a.charCodeAt(i);
@@ -28,6 +32,9 @@ const METRIC_COLUMN: Record<Exclude<Metric, 'net_saved'>, number> = {
   cost_saved: 2,
   agent_cost: 3,
 };
+
+/** Longest run of tied rows sorted by insertion; longer ones go through Array.prototype.sort. */
+const INSERTION_RUN = 16;
 
 type Cell = string | number | null | undefined;
 
@@ -80,12 +87,19 @@ export function sortReportRows(rows: unknown[][], groupBy: readonly Dimension[],
   for (let start = 0; start < count;) {
     let end = start + 1;
     while (end < count && sorted[end] === sorted[start]) end++;
-    if (end - start === 1) rows[start] = placed[start] as unknown[];
-    else
-      placed
-        .slice(start, end)
-        .sort(byGroupValues)
-        .forEach((row, i) => (rows[start + i] = row));
+    if (end - start > INSERTION_RUN) {
+      const run = placed.slice(start, end).sort(byGroupValues);
+      for (let i = 0; i < run.length; i++) rows[start + i] = run[i] as unknown[];
+    } else {
+      // Short runs of ties are common (groups of one event of one task type): by insertion.
+      for (let i = start; i < end; i++) {
+        const row = placed[i] as unknown[];
+        let j = i;
+        for (; j > start && byGroupValues(rows[j - 1] as unknown[], row) > 0; j--)
+          rows[j] = rows[j - 1] as unknown[];
+        rows[j] = row;
+      }
+    }
     start = end;
   }
   return rows;
