@@ -17,7 +17,8 @@ export type Source =
   | { kind: 'rollup'; grain: Grain; bucket: Bucket; fromDay: number; toDay: number; sign: 1 | -1 }
   | { kind: 'raw'; from: number; to: number; sign: 1 | -1 };
 
-const KEYED: readonly Dimension[] = ['agent', 'task_type', 'client'];
+/** The dimensions the rollups key by; the others are time. */
+export const KEYED: readonly Dimension[] = ['agent', 'task_type', 'client'];
 
 /** The keyed dimensions a report touches through its group_by or its filters. */
 function keyedDimensions(groupBy: readonly Dimension[], filters: ReportFilters): Set<Keyed> {

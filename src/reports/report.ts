@@ -154,5 +154,6 @@ export async function* streamReport({
   input: ReportInput;
 }): AsyncGenerator<ReportRow> {
   const { query } = await prepare(ctx, input, {});
-  for await (const row of streamRows(ctx.db, ctx.engine, query(false, true))) yield toReportRow(input.groupBy, row);
+  for await (const row of streamRows(ctx.db, ctx.engine, query(false, true)))
+    yield toReportRow(input.groupBy, row);
 }
