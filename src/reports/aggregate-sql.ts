@@ -27,8 +27,23 @@ function dayNumber(side: Side): RawBuilder<number> {
   return side === 'rollup' ? sql<number>`day` : sql<number>`(occurred_at / ${sql.lit(DAY_MS)})`;
 }
 
+/**
+ * Whether the union carries clients as rollup keys ('' for none, 'c' + the id), turned into ids
+ * only after the merge: one conversion per group instead of one per row (agent × task type ×
+ * client 30d on 1M events: 32,000 rows, 10,500 groups; ~4 % on both engines). A report on raw
+ * events only (the plain GROUP BY) groups by client_id as stored.
+ */
+function clientsAsKeys(spec: AggregateSpec): boolean {
+  return spec.sources.some((s) => s.kind === 'rollup');
+}
+
+/** The group value of client key `key` (an expression): the client id, or null for none. */
+function clientOfKey(key: RawBuilder<unknown>): RawBuilder<unknown> {
+  return sql`CASE WHEN ${key} = '' THEN NULL ELSE substr(${key}, 2) END`;
+}
+
 /** A dimension's value on one side of the union; time buckets are epoch-day numbers or 'YYYY-MM'. */
-function dimension(dim: Dimension, side: Side, engine: Engine): RawBuilder<unknown> {
+function dimension(dim: Dimension, side: Side, spec: AggregateSpec): RawBuilder<unknown> {
   const day = dayNumber(side);
   switch (dim) {
     // Rollup rows name agents and task types in columns of the same name as events do.
@@ -37,16 +52,16 @@ function dimension(dim: Dimension, side: Side, engine: Engine): RawBuilder<unkno
     case 'task_type':
       return sql`task_type`;
     case 'client':
-      return side === 'rollup'
-        ? sql`CASE WHEN client_key = '' THEN NULL ELSE substr(client_key, 2) END`
-        : sql`client_id`;
+      if (!clientsAsKeys(spec)) return sql`client_id`;
+      // As clientKey (rollups.ts) writes it: '' || NULL is NULL on both engines.
+      return side === 'rollup' ? sql`client_key` : sql`COALESCE('c' || client_id, '')`;
     case 'day':
       return day;
     case 'week':
       // Epoch day 0 was a Thursday: day − (day + 3) mod 7 is the Monday of its ISO week.
       return sql`(${day} - ((${day} + 3) % 7))`;
     case 'month':
-      return engine === 'sqlite'
+      return spec.engine === 'sqlite'
         ? sql`strftime('%Y-%m', ${day} * 86400, 'unixepoch')`
         : sql`to_char(to_timestamp(${day} * 86400) AT TIME ZONE 'UTC', 'YYYY-MM')`;
   }
@@ -105,9 +120,7 @@ function rawIndex(spec: AggregateSpec, from: number, to: number): RawBuilder<unk
 }
 
 function sideQuery(spec: AggregateSpec, source: Source): RawBuilder<unknown> {
-  const groups = spec.groupBy.map(
-    (d, i) => sql`${dimension(d, source.kind, spec.engine)} AS ${sql.ref(`g${i}`)}`,
-  );
+  const groups = spec.groupBy.map((d, i) => sql`${dimension(d, source.kind, spec)} AS ${sql.ref(`g${i}`)}`);
   const positions = spec.groupBy.map((_, i) => sql.lit(i + 1));
   // group_by is never empty (parseGroupBy), so there is always something to group by.
   const groupBy = sql` GROUP BY ${sql.join(positions)}`;
@@ -191,17 +204,21 @@ export function aggregateQuery(db: DbOrTrx, spec: AggregateSpec) {
     sql` UNION ALL `,
   );
   const groups = spec.groupBy.map((_, i) => sql.ref(`u.g${i}`));
-  const tieBreaks = spec.groupBy.map((d, i) => {
+  const values = spec.groupBy.map((d, i) => {
     const ref = sql.ref(`u.g${i}`);
+    return d === 'client' && clientsAsKeys(spec) ? clientOfKey(ref) : ref;
+  });
+  const tieBreaks = spec.groupBy.map((d, i) => {
+    const value = values[i] as RawBuilder<unknown>;
     const collated =
-      spec.engine === 'postgres' && TEXT_DIMENSIONS.includes(d) ? sql`${ref} COLLATE "C"` : ref;
+      spec.engine === 'postgres' && TEXT_DIMENSIONS.includes(d) ? sql`${value} COLLATE "C"` : value;
     return sql`${collated} ASC NULLS LAST`;
   });
   const metric = metricSql(spec.engine);
   let query = db
     .selectFrom(sql`(${union})`.as('u'))
     .groupBy(groups)
-    .select(spec.groupBy.map((_, i) => sql.ref(`u.g${i}`).as(`g${i}`)))
+    .select(values.map((value, i) => sql`${value}`.as(`g${i}`)))
     .select([
       metric.events.as('events'),
       metric.hours_saved.as('h'),
