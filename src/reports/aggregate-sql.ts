@@ -208,14 +208,8 @@ export function aggregateQuery(db: DbOrTrx, spec: AggregateSpec) {
     const ref = sql.ref(`u.g${i}`);
     return d === 'client' && clientsAsKeys(spec) ? clientOfKey(ref) : ref;
   });
-  const tieBreaks = spec.groupBy.map((d, i) => {
-    const value = values[i] as RawBuilder<unknown>;
-    const collated =
-      spec.engine === 'postgres' && TEXT_DIMENSIONS.includes(d) ? sql`${value} COLLATE "C"` : value;
-    return sql`${collated} ASC NULLS LAST`;
-  });
   const metric = metricSql(spec.engine);
-  let query = db
+  const grouped = db
     .selectFrom(sql`(${union})`.as('u'))
     .groupBy(groups)
     .select(values.map((value, i) => sql`${value}`.as(`g${i}`)))
@@ -227,12 +221,47 @@ export function aggregateQuery(db: DbOrTrx, spec: AggregateSpec) {
     ])
     // A group whose events were all taken away again (they lie outside the window), or whose
     // rollup rows hold no event of the filtered outcome, is no group.
-    .having(metric.events, '>', 0)
-    .$if(spec.totalGroups, (q) => q.select(sql<number>`COUNT(*) OVER ()`.as('total_groups')))
-    .$if(spec.ordered, (q) => q.orderBy(sql`${metric[spec.sort]} DESC, ${sql.join(tieBreaks)}`));
-  if (spec.top !== null) {
-    if (!spec.ordered) throw new Error('top needs the rows ordered by the database');
-    query = query.limit(spec.top);
+    .having(metric.events, '>', 0);
+  if (spec.top !== null && !spec.ordered) throw new Error('top needs the rows ordered by the database');
+  if (!spec.totalGroups) {
+    const order = orderBy(spec, metric[spec.sort], values);
+    return grouped
+      .$if(spec.ordered, (q) => q.orderBy(order))
+      .$if(spec.top !== null, (q) => q.limit(spec.top as number));
   }
-  return query;
+  // The groups once into a CTE, counted and cut from there: cheaper than COUNT(*) OVER () over
+  // every group (SQLite, leaderboard by agent × task type × client 90d on 1M events: 44 → 41.5 ms).
+  const outputs = spec.groupBy.map((_, i) => sql.ref(`g.g${i}`));
+  const sorted = {
+    events: sql`g.events`,
+    hours_saved: sql`g.h`,
+    cost_saved: sql`g.c`,
+    agent_cost: sql`g.a`,
+    net_saved: sql`(g.c - g.a)`,
+  }[spec.sort];
+  return db
+    .with(
+      (cte) => cte('g').materialized(),
+      () => grouped,
+    )
+    .selectFrom('g')
+    .selectAll('g')
+    .select(sql<number>`(SELECT COUNT(*) FROM g)`.as('total_groups'))
+    .$if(spec.ordered, (q) => q.orderBy(orderBy(spec, sorted, outputs)))
+    .$if(spec.top !== null, (q) => q.limit(spec.top as number));
+}
+
+/** The metric descending, then the group values ascending in byte order, no value last. */
+function orderBy(
+  spec: AggregateSpec,
+  metric: RawBuilder<unknown>,
+  values: readonly RawBuilder<unknown>[],
+): RawBuilder<unknown> {
+  const tieBreaks = spec.groupBy.map((d, i) => {
+    const value = values[i] as RawBuilder<unknown>;
+    const collated =
+      spec.engine === 'postgres' && TEXT_DIMENSIONS.includes(d) ? sql`${value} COLLATE "C"` : value;
+    return sql`${collated} ASC NULLS LAST`;
+  });
+  return sql`${metric} DESC, ${sql.join(tieBreaks)}`;
 }
