@@ -3,8 +3,8 @@
  * 20 clients, 90 days) on SQLite (a temp file) and PostgreSQL (TALLY_BENCH_POSTGRES_URL, default
  * postgres://postgres@127.0.0.1:5432/test, in a fresh schema dropped afterwards), then times
  * every report type over several group-bys and periods: p50/p95 of the report as served (rollups
- * + raw edges) next to the same report as a plain GROUP BY over raw events, and the peak memory
- * of streaming a ~100,000-row export. BENCH_EVENTS overrides the event count; BENCH_SHAPE=uniform
+ * + raw edges) next to the same report as a plain GROUP BY over raw events (their runs
+ * interleaved), and the peak memory of streaming a ~100,000-row export. BENCH_EVENTS overrides the event count; BENCH_SHAPE=uniform
  * seeds agents, task types and clients independently and uniformly instead of agents that each
  * do a few task types of their own (see report-seed.ts). BENCH_KEEP=1 keeps the seeded database
  * (a SQLite file under the temp dir, a PostgreSQL schema bench_reports_keep_…) and reuses it on

@@ -12,7 +12,7 @@ export interface AggregateSpec {
   sources: readonly Source[];
   sort: Metric;
   top: number | null;
-  /** Whether rows carry `total_groups` (a window over every group; exports do without). */
+  /** Whether rows carry `total_groups`, the number of groups before `top` (exports do without). */
   totalGroups: boolean;
   /**
    * Whether the database sorts the rows (ORDER BY). Without it the caller sorts them
