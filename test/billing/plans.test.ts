@@ -1,9 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_PLANS, parsePlanTable } from '../../src/billing/plans.js';
 import { loadConfig } from '../../src/config.js';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { tempFile } from '../support/temp.js';
 
 const table = (proTiers: unknown) => ({
   ...DEFAULT_PLANS,
@@ -24,8 +22,7 @@ describe('TALLY_PLANS_FILE plan table', () => {
     expect(() => parsePlanTable(bounded)).toThrow(
       'pro.overage_tiers[1].up_to must be null: the last tier prices every overage event beyond the others',
     );
-    const file = join(mkdtempSync(join(tmpdir(), 'tally-plans-')), 'plans.json');
-    writeFileSync(file, JSON.stringify(bounded));
+    const file = tempFile('tally-plans-', 'plans.json', JSON.stringify(bounded));
     expect(() => loadConfig({ TALLY_PLANS_FILE: file })).toThrow(
       /TALLY_PLANS_FILE.*overage_tiers\[1\]\.up_to must be null/,
     );

@@ -1,10 +1,8 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES } from '../support/engines.js';
 import { createHarness, type Harness } from '../support/harness.js';
 import { unlimited } from './unlimited.js';
+import { tempFile } from '../support/temp.js';
 
 const PLANS = {
   free: {
@@ -36,8 +34,7 @@ const PLANS = {
 describe.each(ENGINES)('GET /v1/reports/usage (%s)', (engine) => {
   let h: Harness;
   beforeAll(async () => {
-    const file = join(mkdtempSync(join(tmpdir(), 'tally-plans-')), 'plans.json');
-    writeFileSync(file, JSON.stringify(PLANS));
+    const file = tempFile('tally-plans-', 'plans.json', JSON.stringify(PLANS));
     h = await createHarness(engine, {
       now: '2026-10-31T23:00:00.000Z',
       env: { TALLY_PLANS_FILE: file },

@@ -1,6 +1,3 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock.js';
@@ -10,6 +7,7 @@ import { MemoryRateLimiter } from '../../src/http/rate-limit.js';
 import { createOrganization } from '../../src/orgs/organizations.js';
 import { openStorage, type Storage } from '../../src/storage/db.js';
 import { createTestStorage, ENGINES, type TestStorage } from '../support/engines.js';
+import { tempFile } from '../support/temp.js';
 
 /** Two service instances (own connections, own batchers) on one database, as in scale-out. */
 describe.each(ENGINES)('idempotency across two instances on one database (%s)', (engine) => {
@@ -19,7 +17,7 @@ describe.each(ENGINES)('idempotency across two instances on one database (%s)', 
   let apiKey: string;
 
   beforeAll(async () => {
-    const file = engine === 'sqlite' ? join(mkdtempSync(join(tmpdir(), 'tally-idem-')), 't.db') : undefined;
+    const file = engine === 'sqlite' ? tempFile('tally-idem-', 't.db') : undefined;
     primary = await createTestStorage(engine, { file });
     secondary = openStorage(primary.url, { schema: primary.schema });
     const config = loadConfig({ TALLY_LOG_LEVEL: 'silent' });

@@ -1,21 +1,18 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_PLANS } from '../../src/billing/plans.js';
 import { monthEvents } from '../../src/billing/usage-counter.js';
 import { setPlan } from '../../src/orgs/organizations.js';
 import { ENGINES } from '../support/engines.js';
 import { createHarness, type Harness, type TestOrg } from '../support/harness.js';
+import { tempFile } from '../support/temp.js';
 
 /** A plan table with a Free cap of 3, through TALLY_PLANS_FILE. */
 function plansFile(): string {
-  const file = join(mkdtempSync(join(tmpdir(), 'tally-plans-')), 'plans.json');
-  writeFileSync(
-    file,
+  return tempFile(
+    'tally-plans-',
+    'plans.json',
     JSON.stringify({ ...DEFAULT_PLANS, free: { ...DEFAULT_PLANS.free, included_events_per_month: 3 } }),
   );
-  return file;
 }
 
 const body = { agent_id: 'bot', task_type: 'ops_expense_review', outcome: 'success' };
