@@ -1,7 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_PLANS, type PlanTable } from '../../src/billing/plans.js';
@@ -11,6 +8,7 @@ import { createApiKey } from '../../src/orgs/api-keys.js';
 import { ENGINES } from '../support/engines.js';
 import { expectError } from '../support/errors.js';
 import { createHarness, type Harness } from '../support/harness.js';
+import { tempFile } from '../support/temp.js';
 
 const REDIS_URL = process.env.TALLY_TEST_REDIS_URL;
 const TRACK = { agent_id: 'bot-1', task_type: 'support_ticket_reply', outcome: 'success' };
@@ -22,14 +20,10 @@ const SMALL_PLANS: PlanTable = {
   enterprise: { ...DEFAULT_PLANS.enterprise, track_rate_per_second: 10, other_rate_per_second: 6 },
 };
 
-let plansDir: string;
 let plansFile: string;
 beforeAll(() => {
-  plansDir = mkdtempSync(join(tmpdir(), 'tally-plans-'));
-  plansFile = join(plansDir, 'plans.json');
-  writeFileSync(plansFile, JSON.stringify(SMALL_PLANS));
+  plansFile = tempFile('tally-plans-', 'plans.json', JSON.stringify(SMALL_PLANS));
 });
-afterAll(() => rmSync(plansDir, { recursive: true, force: true }));
 
 function track(h: Harness, apiKey?: string) {
   return h.request({ method: 'POST', url: '/v1/track', payload: TRACK, ...(apiKey ? { apiKey } : {}) });
