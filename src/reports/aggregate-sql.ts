@@ -165,6 +165,10 @@ function sideQuery(spec: AggregateSpec, source: Source): RawBuilder<unknown> {
   // 38 → 31 ms, PostgreSQL with the bigint sums above 42 → 33 ms).
   // Every row holds the sums of all its events and of each outcome's (rollups.ts).
   const [events, h, c, a] = SUMS.map((sum) => sql.ref(sumColumn(sum, filters.outcome)));
+  // A row without an event of the filtered outcome adds nothing: it stays out of the merge
+  // (agent × task type × client 30d, outcome=failure, on 1M events: SQLite 51.5 → 44.7 ms,
+  // PostgreSQL 81.4 → 77.3 ms).
+  if (filters.outcome !== undefined) where.push(sql`${events} <> 0`);
   const values = sql`${minus}${events} AS events, ${minus}${h} AS h, ${minus}${c} AS c, ${minus}${a} AS a`;
   return sql`SELECT ${sql.join([...groups, values])} FROM report_rollups WHERE ${sql.join(where, sql` AND `)}`;
 }
