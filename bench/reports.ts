@@ -182,8 +182,8 @@ const FLOOR_TABLE = 'bench_report_floor';
 /**
  * The floor of a report: its rows as the report's query returns them (group values, then the
  * micro-unit sums), already grouped and sorted, stored in a plain table; reading it is one scan
- * handing the rows over and turning them into report rows, as buildReport does. No design that
- * reads its answer from the database can be faster on this machine. Returns the reader.
+ * handing the rows over and turning them into report rows, as buildReport does. A design that
+ * reads the same rows from the database can hardly be faster on this machine. Returns the reader.
  */
 async function floorReader(db: Db, input: ReportInput, rows: readonly ReportRow[]) {
   const dims = input.groupBy;
