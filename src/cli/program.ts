@@ -1,5 +1,5 @@
 import { Command, InvalidArgumentError } from 'commander';
-import { ManualClock, systemClock } from '../clock.js';
+import { systemClock } from '../clock.js';
 import { loadConfig, type Config } from '../config.js';
 import type { ServiceCtx } from '../context.js';
 import { isPlanName, type PlanName } from '../billing/plans.js';
@@ -7,7 +7,7 @@ import { createApiKey, listApiKeys, revokeApiKey } from '../orgs/api-keys.js';
 import { createOrganization, listOrganizations, organizationView, setPlan } from '../orgs/organizations.js';
 import { updateSettings } from '../settings/settings.js';
 import { migrateToLatest, openStorage } from '../storage/db.js';
-import { queueDueDigests } from '../webhooks/digest.js';
+import { queueDigestWeekAt } from '../webhooks/digest.js';
 import { DeliveryWorker } from '../webhooks/worker.js';
 import { print } from './output.js';
 
@@ -209,7 +209,9 @@ export function buildCli(): Command {
   const digests = program.command('digests').description('Weekly digest webhooks');
   digests
     .command('send')
-    .description('Queue the weekly digests due at --at (default now) and make one delivery pass')
+    .description(
+      'Queue the weekly digest of the week due at --at (default now) for every current subscriber, and make one delivery pass',
+    )
     .option('--at <iso>', 'act as if it were this time (RFC 3339)')
     .option('--json', 'machine-readable output', false)
     .action(async (opts: { at?: string; json: boolean }) => {
@@ -218,13 +220,12 @@ export function buildCli(): Command {
       if (at !== null && at.getTime() > Date.now())
         throw new InvalidArgumentError('--at must not be in the future');
       const queued = await withCtx(async (ctx) => {
-        const result = await queueDueDigests({
-          ctx: at === null ? ctx : { ...ctx, clock: new ManualClock(at) },
-        });
-        // Deliver now with the real clock; what fails stays queued for the running workers.
+        const result = await queueDigestWeekAt({ ctx, at: at ?? ctx.clock.now() });
+        // Deliver now with the real clock, but without the scheduler's own pass: it would queue
+        // the week due by the real clock too. What fails stays queued for the running workers.
         const worker = new DeliveryWorker(ctx);
         try {
-          await worker.runOnce();
+          await worker.deliverOnce();
         } finally {
           await worker.stop();
         }

@@ -38,22 +38,51 @@ export function dueDigestWeeks(now: Date): DigestWeek[] {
 
 /**
  * Queues every due weekly digest not queued yet: one per webhook subscribed to `weekly.digest`
- * (since before the send time) and not deactivated, per week. The `(webhook_id, week)` row is
- * inserted in the message's transaction and is unique, so two schedulers (or `tally digests
- * send`) racing on one database queue it once. Returns what this call queued.
+ * (since before the send time) and not deactivated, per week. This is the scheduler's rule: it
+ * never sends a week that was due before the webhook subscribed. Returns what this call queued.
  */
 export async function queueDueDigests({ ctx }: { ctx: ServiceCtx }) {
   const weeks = dueDigestWeeks(ctx.clock.now());
   const latest = weeks[0];
   if (!latest) return [];
-  const hooks = await ctx.db
+  return queueDigests({ ctx, weeks, subscribedBy: latest.sendAt });
+}
+
+/**
+ * `tally digests send --at`: queues only the week that is due at `at` (the latest one), for every
+ * webhook subscribed to `weekly.digest` now and not deactivated, including one that subscribed
+ * after that time (an admin can show a new subscriber last week's digest). Never twice to one
+ * webhook: the same `(webhook_id, week)` claim as the scheduler's.
+ */
+export async function queueDigestWeekAt({ ctx, at }: { ctx: ServiceCtx; at: Date }) {
+  const week = dueDigestWeeks(at)[0];
+  if (!week) return [];
+  return queueDigests({ ctx, weeks: [week], subscribedBy: null });
+}
+
+/**
+ * Queues `weeks` for the subscribed webhooks (those subscribed by `subscribedBy` for each week's
+ * send time when it is set; every current subscriber when it is null). The `(webhook_id, week)`
+ * row is inserted in the message's transaction and is unique, so two schedulers (or `tally
+ * digests send`) racing on one database queue it once.
+ */
+async function queueDigests({
+  ctx,
+  weeks,
+  subscribedBy,
+}: {
+  ctx: ServiceCtx;
+  weeks: DigestWeek[];
+  subscribedBy: Date | null;
+}) {
+  let query = ctx.db
     .selectFrom('webhooks')
     .select(['id', 'org_id', 'digest_since'])
     .where('deleted_at', 'is', null)
     .where('status', '<>', 'deactivated')
-    .where('digest_since', 'is not', null)
-    .where('digest_since', '<=', latest.sendAt.getTime())
-    .execute();
+    .where('digest_since', 'is not', null);
+  if (subscribedBy !== null) query = query.where('digest_since', '<=', subscribedBy.getTime());
+  const hooks = await query.execute();
   if (hooks.length === 0) return [];
   const done = await ctx.db
     .selectFrom('digest_runs')
@@ -75,7 +104,8 @@ export async function queueDueDigests({ ctx }: { ctx: ServiceCtx }) {
 
   for (const hook of hooks) {
     for (const week of weeks) {
-      if (Number(hook.digest_since) > week.sendAt.getTime() || isDone.has(`${hook.id} ${week.key}`)) continue;
+      if (isDone.has(`${hook.id} ${week.key}`)) continue;
+      if (subscribedBy !== null && Number(hook.digest_since) > week.sendAt.getTime()) continue;
       const cacheKey = `${hook.org_id} ${week.key}`;
       let payload = payloads.get(cacheKey);
       if (payload === undefined) {

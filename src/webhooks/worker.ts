@@ -62,6 +62,11 @@ export class DeliveryWorker {
   /** One pass: digests due, dead claims, every due delivery (awaited), then e-mail. */
   async runOnce(): Promise<number> {
     await queueDueDigests({ ctx: this.ctx });
+    return this.deliverOnce();
+  }
+
+  /** One pass of deliveries and e-mail without the digest scheduler (`tally digests send`). */
+  async deliverOnce(): Promise<number> {
     await this.recover();
     const started = await this.fill();
     await Promise.all(started);

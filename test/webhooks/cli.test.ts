@@ -17,7 +17,9 @@ const dir = mkdtempSync(join(tmpdir(), 'tally-digest-cli-'));
 describe('tally digests send (sqlite file)', () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('queues and delivers the due digest once, however often it runs', async () => {
+  // `--at` names one week; the worker's own scheduler (which reads the real clock) must not run,
+  // or this test would pass only in some weeks.
+  it('queues and delivers the week --at names once, to every current subscriber', async () => {
     const receiver = await startReceiver();
     const file = join(dir, 'tally.db');
     const storage = await createTestStorage('sqlite', { file });
@@ -25,11 +27,19 @@ describe('tally digests send (sqlite file)', () => {
     const ctx = {
       db: storage.db,
       engine: 'sqlite' as const,
-      clock: new ManualClock('2026-11-10T00:00:00.000Z'),
+      // Subscribed weeks before --at: the scheduler would catch up older weeks, --at sends one.
+      clock: new ManualClock('2026-10-20T00:00:00.000Z'),
       config: loadConfig({ ...env, TALLY_LOG_LEVEL: 'silent' }),
     };
     const { org } = await createOrganization({ ctx, input: { name: 'Acme', plan: 'pro' } });
     const hook = await createWebhook({
+      ctx: { ...ctx, org, actorKeyId: null },
+      input: { url: receiver.url, event_types: ['weekly.digest'] },
+    });
+    // Subscribed after the send time --at names: still gets that week (an admin showing a new
+    // subscriber last week's digest).
+    ctx.clock.set('2026-11-20T00:00:00.000Z');
+    const late = await createWebhook({
       ctx: { ...ctx, org, actorKeyId: null },
       input: { url: receiver.url, event_types: ['weekly.digest'] },
     });
@@ -44,10 +54,20 @@ describe('tally digests send (sqlite file)', () => {
       return JSON.parse(stdout) as { queued: Array<{ webhook_id: string; week: string }> };
     };
     const first = await send();
-    expect(first.queued).toEqual([expect.objectContaining({ webhook_id: hook.id, week: '2026-11-09' })]);
+    expect(first.queued).toHaveLength(2);
+    expect(first.queued).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ webhook_id: hook.id, week: '2026-11-09' }),
+        expect.objectContaining({ webhook_id: late.id, week: '2026-11-09' }),
+      ]),
+    );
     expect((await send()).queued).toEqual([]);
-    expect(receiver.received).toHaveLength(1);
-    expect(JSON.parse(receiver.received[0]?.body ?? '{}').type).toBe('weekly.digest');
+    expect(receiver.received).toHaveLength(2);
+    for (const delivery of receiver.received) {
+      const body = JSON.parse(delivery.body) as { type: string; data: { period: { from: string } } };
+      expect(body.type).toBe('weekly.digest');
+      expect(body.data.period.from).toBe('2026-11-09T00:00:00.000Z');
+    }
     await receiver.close();
   }, 60_000);
 });
