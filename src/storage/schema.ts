@@ -25,6 +25,9 @@ export interface ApiKeysTable {
   key_hash: string;
   created_at: number;
   revoked_at: number | null;
+  /** `admin` | `ingest` (DESIGN §3). */
+  scope: string;
+  last_used_at: number | null;
 }
 
 export interface TaskTypeOverridesTable {
