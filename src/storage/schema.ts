@@ -229,9 +229,21 @@ export interface DigestRunsTable {
   created_at: number;
 }
 
+export interface DashboardSessionsTable {
+  /** SHA-256 (hex) of the session cookie's token. */
+  id: string;
+  org_id: string;
+  key_id: string;
+  csrf_token: string;
+  flash: string | null;
+  created_at: number;
+  last_seen_at: number;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   api_keys: ApiKeysTable;
+  dashboard_sessions: DashboardSessionsTable;
   task_type_overrides: TaskTypeOverridesTable;
   custom_task_types: CustomTaskTypesTable;
   audit_log: AuditLogTable;
