@@ -187,6 +187,16 @@ export async function registerDashboard(app: FastifyInstance): Promise<void> {
         });
       });
 
+      dash.setNotFoundHandler(async (request, reply) =>
+        sendPage(request, reply, {
+          title: 'Not found',
+          section: 'Overview',
+          status: 404,
+          body: html`<p>There is no page at this address.</p>
+            <p><a href="/dashboard">Back to the overview</a></p>`,
+        }),
+      );
+
       const open = { config: { dashboardPublic: true } };
       dash.get<{ Params: { name: string } }>('/assets/:name', open, async (request, reply) => {
         const asset = assets.get(request.params.name);

@@ -43,15 +43,20 @@ export function clearSessionCookie(request: FastifyRequest, reply: FastifyReply)
  * without it, the Referer) names this host. Requests naming neither are refused too.
  */
 export function sameOrigin(request: FastifyRequest): boolean {
-  const expected = `${request.protocol}://${request.host}`;
+  const expected = originOf(`${request.protocol}://${request.host}`);
+  if (expected === null) return false;
   const origin = request.headers.origin;
-  if (typeof origin === 'string' && origin !== '' && origin !== 'null') return origin === expected;
+  if (typeof origin === 'string' && origin !== '' && origin !== 'null') return originOf(origin) === expected;
   const referer = request.headers.referer;
-  if (typeof referer !== 'string' || referer === '') return false;
+  return typeof referer === 'string' && referer !== '' && originOf(referer) === expected;
+}
+
+/** `scheme://host[:port]` with the default port dropped, as browsers write Origin. */
+function originOf(url: string): string | null {
   try {
-    return new URL(referer).origin === expected;
+    return new URL(url).origin;
   } catch {
-    return false;
+    return null;
   }
 }
 
