@@ -43,8 +43,9 @@ export function lineChart(input: {
       >`;
   });
   const every = Math.max(1, Math.ceil(n / 8));
+  // The last label is always shown; the regular one before it only when they cannot touch.
   const ticks = input.labels.map((label, i) =>
-    i % every === 0 || i === n - 1
+    (i % every === 0 && (i === n - 1 || n - 1 - i >= every / 2 + 0.5)) || i === n - 1
       ? html`<text class="axis" x="${x(i)}" y="${H - 12}" text-anchor="middle">${label}</text>`
       : '',
   );
@@ -89,18 +90,20 @@ export function barChart(input: {
 }): SafeHtml {
   const rows = input.labels.slice(0, 20);
   const values = input.values.slice(0, 20);
-  const barH = 22;
+  // Narrower than the line chart: it sits beside its table, so its text must stay legible there.
+  const width = 420;
+  const barH = 20;
   const gap = 8;
-  const labelW = 180;
-  const valueW = 110;
+  const labelW = 140;
+  const valueW = 90;
   const height = Math.max(1, rows.length) * (barH + gap) + gap;
   const maxAbs = Math.max(1e-9, ...values.map((v) => Math.abs(v)));
-  const span = W - labelW - valueW;
+  const span = width - labelW - valueW;
   const bars = rows.map((label, i) => {
     const v = values[i] ?? 0;
     const w = Math.max(1, (Math.abs(v) / maxAbs) * span);
     const top = gap + i * (barH + gap);
-    const shown = label.length > 26 ? `${label.slice(0, 25)}…` : label;
+    const shown = label.length > 20 ? `${label.slice(0, 19)}…` : label;
     return html`<g>
       <text class="axis" x="${labelW - 8}" y="${top + barH / 2 + 4}" text-anchor="end">${shown}</text>
       <rect

@@ -37,6 +37,7 @@ function deltaOf(current: number, previous: number | null, moreIsBetter = true):
 
 function topTable(
   caption: string,
+  column: string,
   key: string,
   rows: ReportRow[],
   currency: string,
@@ -51,7 +52,7 @@ function topTable(
             <table>
               <thead>
                 <tr>
-                  <th scope="col">${caption.replace('Top ', '').replace(/^./, (c) => c.toUpperCase())}</th>
+                  <th scope="col">${column}</th>
                   <th scope="col" class="num">Events</th>
                   <th scope="col" class="num">Net saved</th>
                 </tr>
@@ -60,7 +61,7 @@ function topTable(
                 ${rows.map(
                   (r) =>
                     html`<tr>
-                      <td>${r.group[key] ?? html`<span class="muted">(none)</span>`}</td>
+                      <td class="wrap">${r.group[key] ?? html`<span class="muted">(none)</span>`}</td>
                       <td class="num">${count(r.events)}</td>
                       <td class="num">${money(r.net_saved, currency)}</td>
                     </tr>`,
@@ -213,9 +214,9 @@ export function registerOverviewPage(dash: FastifyInstance, app: FastifyInstance
       </section>
       <h2>Top 5 by net saved</h2>
       <div class="grid3">
-        ${topTable('Top agents', 'agent_id', agents.rows, currency, 'No agents in this period.')}
-        ${topTable('Top task types', 'task_type', taskTypes.rows, currency, 'No task types in this period.')}
-        ${topTable('Top clients', 'client_id', clients.rows, currency, 'No clients in this period.')}
+        ${topTable('Top agents', 'Agent', 'agent_id', agents.rows, currency, 'No agents in this period.')}
+        ${topTable('Top task types', 'Task type', 'task_type', taskTypes.rows, currency, 'No task types in this period.')}
+        ${topTable('Top clients', 'Client', 'client_id', clients.rows, currency, 'No clients in this period.')}
       </div>`;
     return sendPage(request, reply, { title: 'Overview', section: 'Overview', body });
   });

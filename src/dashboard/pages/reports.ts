@@ -232,7 +232,7 @@ export function registerReportPages(dash: FastifyInstance, app: FastifyInstance)
           ${PERIOD_LABELS[view.input.period].toLowerCase()} (${report.meta.range.from.slice(0, 10)} to
           ${report.meta.range.to.slice(0, 10)}, UTC).
         </p>
-        <div class="report">
+        <div class="${timeOnly || view.input.groupBy.length > 1 ? 'report stacked' : 'report'}">
           <div class="table-wrap">
             <table id="report-table">
               <caption class="sr-only">

@@ -233,7 +233,7 @@ ${s.admin_emails.join('\n')}</textarea>
           name: 'scope',
           label: 'Scope',
           options: [
-            ['ingest', 'ingest (agents: tracking only)'],
+            ['ingest', 'ingest (tracking only)'],
             ['admin', 'admin (everything)'],
           ],
           value: 'ingest',

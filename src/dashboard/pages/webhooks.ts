@@ -37,7 +37,7 @@ function statusBadge(status: string): SafeHtml {
 function deliveryStatus(d: Delivery): string {
   if (d.status === 'pending')
     return d.attempt_count === 0 ? 'Queued' : `Retrying (attempt ${d.attempt_count} failed)`;
-  if (d.status === 'delivered') return 'Delivered';
+  if (d.status === 'succeeded') return 'Delivered';
   if (d.status === 'failed') return 'Failed';
   return d.status[0]?.toUpperCase() + d.status.slice(1);
 }
