@@ -46,7 +46,13 @@ export function lineChart(input: {
   // The last label is always shown; the regular one before it only when they cannot touch.
   const ticks = input.labels.map((label, i) =>
     (i % every === 0 && (i === n - 1 || n - 1 - i >= every / 2 + 0.5)) || i === n - 1
-      ? html`<text class="axis" x="${x(i)}" y="${H - 12}" text-anchor="middle">${label}</text>`
+      ? html`<text
+          class="axis"
+          x="${x(i)}"
+          y="${H - 12}"
+          text-anchor="${i === 0 && n > 1 ? 'start' : i === n - 1 && n > 1 ? 'end' : 'middle'}"
+          >${label}</text
+        >`
       : '',
   );
   const lines = input.series.map((s) => {
@@ -121,7 +127,7 @@ export function barChart(input: {
   });
   return html`<figure class="chart">
     <svg
-      viewBox="0 0 ${W} ${height}"
+      viewBox="0 0 ${width} ${height}"
       role="img"
       aria-labelledby="${input.tableId}-title"
       aria-describedby="${input.tableId}"

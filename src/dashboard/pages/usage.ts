@@ -49,7 +49,7 @@ export function registerUsagePage(dash: FastifyInstance, app: FastifyInstance): 
         </div>
         <div class="card">
           <dt>Projected overage</dt>
-          <dd class="figure">
+          <dd class="${usage.projected_overage_eur === null ? 'figure words' : 'figure'}">
             ${usage.projected_overage_eur === null ? 'No overage forecast' : money(usage.projected_overage_eur, 'EUR')}
           </dd>
           <dd class="delta muted">Billed in EUR; this month's pace projected to its end</dd>
