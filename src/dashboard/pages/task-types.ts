@@ -62,7 +62,7 @@ export function registerTaskTypePages(dash: FastifyInstance, app: FastifyInstanc
       return html`<section class="panel">
         <h2 id="cat-${category}">${category[0]?.toUpperCase()}${category.slice(1)}</h2>
         <div class="table-wrap">
-          <table aria-labelledby="cat-${category}">
+          <table class="catalogue" aria-labelledby="cat-${category}">
             <thead>
               <tr>
                 <th scope="col">Task type</th>
