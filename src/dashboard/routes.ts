@@ -126,6 +126,10 @@ export async function registerDashboard(app: FastifyInstance): Promise<void> {
   await app.register(
     async (dash) => {
       dash.decorateRequest('dashboardSession', null);
+      // Pages are not API: they stay out of /openapi.json.
+      dash.addHook('onRoute', (route) => {
+        route.schema = { ...route.schema, hide: true };
+      });
       // Forms post as application/x-www-form-urlencoded; only here, the API stays JSON-only.
       dash.addContentTypeParser(
         'application/x-www-form-urlencoded',

@@ -178,3 +178,16 @@ describe.each(ENGINES)('dashboard sessions (%s)', (engine) => {
     }
   });
 });
+
+describe('dashboard and the API document', () => {
+  it('keeps the dashboard pages out of /openapi.json', async () => {
+    const h = await createHarness('sqlite');
+    try {
+      const doc = (await h.app.inject({ url: '/openapi.json' })).json<{ paths: Record<string, unknown> }>();
+      expect(Object.keys(doc.paths).filter((p) => p.startsWith('/dashboard') || p === '/')).toEqual([]);
+      expect(Object.keys(doc.paths)).toContain('/v1/track');
+    } finally {
+      await h.close();
+    }
+  });
+});

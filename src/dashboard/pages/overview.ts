@@ -110,7 +110,7 @@ export function registerOverviewPage(dash: FastifyInstance, app: FastifyInstance
       );
     }
     const included = usage.events_included_in_plan;
-    if (included > 0 && usage.events_this_month > 0.8 * included) {
+    if (included > 0 && usage.events_this_month >= 0.8 * included) {
       const pct = Math.floor((usage.events_this_month / included) * 100);
       banners.push(
         html`<p class="banner warn" role="alert">
