@@ -16,7 +16,16 @@ import { sendTestPing } from '../../webhooks/test-ping.js';
 import { count, dateTime } from '../format.js';
 import { html, type SafeHtml } from '../html.js';
 import { csrfField, planGate } from '../layout.js';
-import { dashboardCtx, field, fields, redirectWithNotice, sendPage, session, type Form } from '../routes.js';
+import {
+  dashboardCtx,
+  field,
+  fields,
+  queryOf,
+  redirectWithNotice,
+  sendPage,
+  session,
+  type Form,
+} from '../routes.js';
 import { textField } from './controls.js';
 
 type Delivery = Awaited<ReturnType<typeof listDeliveries>>['data'][number];
@@ -34,7 +43,10 @@ function statusBadge(status: string): SafeHtml {
   >`;
 }
 
-function deliveryStatus(d: Delivery): string {
+function deliveryStatus(d: Delivery, webhookStatus: string): string {
+  // The worker sends nothing to a deactivated webhook but its test pings.
+  if (d.status === 'pending' && webhookStatus === 'deactivated' && d.event_type !== 'test.ping')
+    return 'Held until reactivated';
   if (d.status === 'pending')
     return d.attempt_count === 0 ? 'Queued' : `Retrying (attempt ${d.attempt_count} failed)`;
   if (d.status === 'succeeded') return 'Delivered';
@@ -147,7 +159,7 @@ export function registerWebhookPages(dash: FastifyInstance, app: FastifyInstance
       ${
         list.data.length === 0
           ? html`<p class="muted">No webhooks yet. Add one to receive events as they are tracked.</p>`
-          : html`<div class="table-wrap">
+          : html`<div class="table-wrap list">
               <table>
                 <thead>
                   <tr>
@@ -170,7 +182,7 @@ export function registerWebhookPages(dash: FastifyInstance, app: FastifyInstance
                       <td>${statusBadge(w.status)}</td>
                       <td class="num">${count(w.consecutive_failures)}</td>
                       <td>
-                        ${d ? html`${deliveryStatus(d)}, ${dateTime(d.updated_at)}` : html`<span class="muted">None yet</span>`}
+                        ${d ? html`${deliveryStatus(d, w.status)}, ${dateTime(d.updated_at)}` : html`<span class="muted">None yet</span>`}
                       </td>
                     </tr>`;
                   })}
@@ -225,10 +237,15 @@ export function registerWebhookPages(dash: FastifyInstance, app: FastifyInstance
     const gated = gate(request);
     if (gated) return sendPage(request, reply, { title: 'Webhooks', section: 'Webhooks', body: gated });
     const w = webhookView(await getWebhookRow({ ctx, id: request.params.id.slice(0, 100) }));
-    const log = await listDeliveries({ ctx, webhookId: w.id, limit: 50 });
+    const cursor = queryOf(request).get('cursor') ?? undefined;
+    const log = await listDeliveries({ ctx, webhookId: w.id, limit: 20, ...(cursor ? { cursor } : {}) });
     const token = session(request).csrfToken;
     const base = `/dashboard/webhooks/${w.id}`;
-    const pending = log.data.some((d) => d.status === 'pending' && d.attempt_count === 0);
+    // Refresh only while a test ping waits for its first attempt: other deliveries of a
+    // deactivated webhook may wait for good.
+    const pending = log.data.some(
+      (d) => d.event_type === 'test.ping' && d.status === 'pending' && d.attempt_count === 0,
+    );
     const body = html`<p><a href="/dashboard/webhooks">← All webhooks</a></p>
       <section class="panel">
         <h2 class="wrap">${w.url}</h2>
@@ -282,19 +299,30 @@ export function registerWebhookPages(dash: FastifyInstance, app: FastifyInstance
           log.data.length === 0
             ? html`<p class="muted">No deliveries yet.</p>`
             : log.data.map(
-                (d) =>
-                  html`<article class="delivery">
-                    <h3>
-                      ${d.event_type}
-                      <span class="muted">· ${deliveryStatus(d)} · ${dateTime(d.created_at)}</span>
-                    </h3>
+                (d, i) =>
+                  html`<details class="delivery" ${i < 3 || d.status === 'failed' ? html` open` : ''}>
+                    <summary>
+                      <strong>${d.event_type}</strong>
+                      <span class="muted"
+                        >· ${deliveryStatus(d, w.status)} · ${dateTime(d.created_at)} ·
+                        ${count(d.attempt_count)} ${d.attempt_count === 1 ? 'attempt' : 'attempts'}</span
+                      >
+                    </summary>
                     <p class="muted">
                       <code>${d.message_id}</code
                       >${d.next_attempt_at ? html` · next attempt ${dateTime(d.next_attempt_at)}` : ''}
                     </p>
                     ${attemptsTable(d)}
-                  </article>`,
+                  </details>`,
               )
+        }
+        ${cursor ? html`<p><a href="${base}">Newest deliveries</a></p>` : ''}
+        ${
+          log.next_cursor
+            ? html`<p>
+                <a class="button quiet" href="${base}?cursor=${log.next_cursor}">Older deliveries</a>
+              </p>`
+            : ''
         }
       </section>`;
     return sendPage(request, reply, { title: 'Webhook', section: 'Webhooks', body });

@@ -122,10 +122,10 @@ describe('managing the organisation from the dashboard in Chromium', () => {
     await worker.runOnce();
     expect(ok.received.map((r) => r.headers['x-tally-event-type'])).toEqual(['test.ping']);
     await page.reload();
-    const log = page.locator('article.delivery').first();
-    expect(await log.locator('h3').textContent()).toContain('test.ping');
-    expect(await log.locator('h3').textContent()).toContain('Delivered');
-    const attempt = (await tableRows(page, 'article.delivery >> nth=0 >> table'))[0] ?? [];
+    const log = page.locator('details.delivery').first();
+    expect(await log.locator('summary').textContent()).toContain('test.ping');
+    expect(await log.locator('summary').textContent()).toContain('Delivered');
+    const attempt = (await tableRows(page, 'details.delivery >> nth=0 >> table'))[0] ?? [];
     expect(attempt[2]).toBe('✓ Succeeded');
     expect(attempt[3]).toBe('200');
     expect(attempt[4]).toMatch(/^\d[\d,]* ms$/);
@@ -143,7 +143,7 @@ describe('managing the organisation from the dashboard in Chromium', () => {
     await page.getByRole('button', { name: 'Send test ping' }).click();
     await worker.runOnce();
     await page.reload();
-    const attempt = (await tableRows(page, 'article.delivery >> nth=0 >> table'))[0] ?? [];
+    const attempt = (await tableRows(page, 'details.delivery >> nth=0 >> table'))[0] ?? [];
     expect(attempt[2]).toBe('✗ Failed');
     expect(attempt[3]).toBe('500');
     expect(attempt[5]).toContain('receiver broke');

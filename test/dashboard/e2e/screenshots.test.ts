@@ -1,6 +1,8 @@
 /// <reference lib="dom" />
 // Code passed to page.evaluate runs in the browser.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DeliveryWorker } from '../../../src/webhooks/worker.js';
+import { startReceiver, type Receiver } from '../../webhooks/receiver.js';
 import { startE2E, type E2E } from './browser.js';
 import { seedEvents } from './seed.js';
 
@@ -10,11 +12,29 @@ const DIR = process.env.TALLY_SCREENSHOTS;
 
 describe.skipIf(!DIR)('dashboard screenshots', () => {
   let e: E2E;
+  let receivers: Receiver[] = [];
+  let webhookId = '';
   beforeAll(async () => {
-    e = await startE2E();
+    e = await startE2E({
+      env: { TALLY_WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', TALLY_WEBHOOK_RETRY_DELAYS: '0' },
+    });
+    receivers = [await startReceiver(200), await startReceiver(500)];
+    for (const r of receivers) {
+      const res = await e.h.request({
+        method: 'POST',
+        url: '/v1/webhooks',
+        payload: { url: r.url, event_types: ['event.created'], description: 'Finance feed' },
+      });
+      webhookId = res.json<{ id: string }>().id;
+    }
     await seedEvents(e.h, e.h.org.apiKey, 400);
+    const worker = new DeliveryWorker(e.h.ctx, { onError: () => undefined });
+    for (let i = 0; i < 3; i++) await worker.runOnce();
   });
-  afterAll(async () => e?.close());
+  afterAll(async () => {
+    for (const r of receivers) await r.close();
+    await e?.close();
+  });
 
   it('saves every page at 1280×800 and 390×844', async () => {
     const events = await e.h.request({ method: 'GET', url: '/v1/events?limit=1' });
@@ -28,6 +48,7 @@ describe.skipIf(!DIR)('dashboard screenshots', () => {
       ['task-types', '/dashboard/task-types'],
       ['task-type', '/dashboard/task-types/support_ticket_reply'],
       ['webhooks', '/dashboard/webhooks'],
+      ['webhook', `/dashboard/webhooks/${webhookId}`],
       ['usage', '/dashboard/usage'],
       ['settings', '/dashboard/settings'],
     ];
