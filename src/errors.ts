@@ -16,6 +16,7 @@ export const ERROR_STATUS = {
   payload_too_large: 413,
   not_found: 404,
   plan_upgrade_required: 403,
+  insufficient_scope: 403,
   cannot_archive_builtin: 409,
   service_unavailable: 503,
   internal_error: 500,

@@ -1,4 +1,4 @@
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { systemClock } from '../clock.js';
 import { loadConfig, type Config } from '../config.js';
 import type { ServiceCtx } from '../context.js';
@@ -174,11 +174,16 @@ export function buildCli(): Command {
     .command('create')
     .requiredOption('--org <id>', 'organisation id')
     .option('--name <name>', 'a label for the key')
+    .addOption(
+      new Option('--scope <scope>', 'what the key may do').choices(['admin', 'ingest']).default('admin'),
+    )
     .option('--json', 'machine-readable output', false)
-    .action(async (opts: { org: string; name?: string; json: boolean }) => {
-      const created = await withCtx((ctx) => createApiKey({ ctx, orgId: opts.org, name: opts.name }));
+    .action(async (opts: { org: string; name?: string; scope: string; json: boolean }) => {
+      const created = await withCtx((ctx) =>
+        createApiKey({ ctx, orgId: opts.org, name: opts.name, scope: opts.scope }),
+      );
       print(opts.json, created, () => [
-        `Created key ${created.key.id}.`,
+        `Created ${created.key.scope} key ${created.key.id}.`,
         `API key (shown once): ${created.api_key}`,
       ]);
     });
@@ -189,7 +194,10 @@ export function buildCli(): Command {
     .action(async (opts: { org: string; json: boolean }) => {
       const list = await withCtx((ctx) => listApiKeys({ ctx, orgId: opts.org }));
       print(opts.json, { data: list }, () =>
-        list.map((k) => `${k.id}  ${k.revoked_at ? 'revoked' : 'active '}  ${k.created_at}  ${k.name ?? ''}`),
+        list.map(
+          (k) =>
+            `${k.id}  ${k.scope.padEnd(6)}  ${k.revoked_at ? 'revoked' : 'active '}  ${k.created_at}  ${k.name ?? ''}`,
+        ),
       );
     });
   keys

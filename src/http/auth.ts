@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { requirePlan } from '../billing/plans.js';
 import { AppError } from '../errors.js';
-import { authenticate } from '../orgs/api-keys.js';
+import { authenticate, noteKeyUse } from '../orgs/api-keys.js';
 import type { RateDecision } from './rate-limit.js';
 
 export function setRateHeaders(reply: FastifyReply, decision: RateDecision): void {
@@ -41,7 +41,14 @@ export async function consumeRate(
   return decision.granted;
 }
 
-/** The order of DESIGN §2: authentication → rate limit → plan gate, before any body is read. */
+/** What an `ingest` key may call (DESIGN §3), by method and route pattern. */
+const INGEST_ROUTES = new Set(['POST /v1/track', 'POST /v1/track/batch', 'GET /v1/task-types']);
+
+/**
+ * The order of DESIGN §2: authentication → scope → rate limit → plan gate, before any body is
+ * read. The scope comes before the rate limit so an ingest key's refused calls do not spend the
+ * budget its tracking needs.
+ */
 export function registerAuth(app: FastifyInstance): void {
   app.decorateRequest('auth', null);
   app.addHook('onRequest', async (request, reply) => {
@@ -52,6 +59,13 @@ export function registerAuth(app: FastifyInstance): void {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
     if (!match?.[1]) throw new AppError('invalid_api_key', 'The API key is malformed or unknown.');
     request.auth = await authenticate({ ctx: app.tally.storage, token: match[1] });
+    if (
+      request.auth.scope !== 'admin' &&
+      !INGEST_ROUTES.has(`${request.method} ${request.routeOptions.url}`)
+    ) {
+      throw new AppError('insufficient_scope', 'This ingest key may only track events and list task types.');
+    }
+    noteKeyUse({ db: app.tally.storage.db, clock: app.tally.clock }, request.auth.keyId);
 
     const config = request.routeOptions.config;
     const rateClass = config.rateClass ?? 'other';

@@ -15,6 +15,7 @@ import { registerReportRoutes } from '../reports/routes.js';
 import { registerCatalogueRoutes } from '../catalogue/routes.js';
 import { registerAuditRoutes } from '../audit/routes.js';
 import { registerWebhookRoutes } from '../webhooks/routes.js';
+import { registerDashboard } from '../dashboard/routes.js';
 
 const addFormats = addFormatsModule.default;
 export const BODY_LIMIT_BYTES = 64 * 1024;
@@ -104,5 +105,6 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     registerReportRoutes(v1);
     registerWebhookRoutes(v1);
   });
+  await registerDashboard(app);
   return app;
 }

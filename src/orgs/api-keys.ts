@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { ServiceCtx } from '../context.js';
-import { AppError, notFound } from '../errors.js';
+import { recordAudit } from '../audit/audit-log.js';
+import type { OrgCtx, ServiceCtx } from '../context.js';
+import { AppError, notFound, validationError } from '../errors.js';
 import { randomAlnum } from '../ids.js';
 import type { DbOrTrx } from '../storage/db.js';
 import type { ApiKeyRow } from '../storage/schema.js';
@@ -13,15 +14,29 @@ export function hashKey(apiKey: string): string {
   return createHash('sha256').update(apiKey).digest('hex');
 }
 
+/** DESIGN §3: `admin` may do everything, `ingest` only tracks and lists task types. */
+export const KEY_SCOPES = ['admin', 'ingest'] as const;
+export type KeyScope = (typeof KEY_SCOPES)[number];
+
+export function isKeyScope(value: string): value is KeyScope {
+  return (KEY_SCOPES as readonly string[]).includes(value);
+}
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(Number(ms)).toISOString());
+
 export function keyView(row: ApiKeyRow) {
   return {
     id: row.id,
     org_id: row.org_id,
     name: row.name,
+    scope: (isKeyScope(row.scope) ? row.scope : 'admin') as KeyScope,
     created_at: new Date(Number(row.created_at)).toISOString(),
-    revoked_at: row.revoked_at === null ? null : new Date(Number(row.revoked_at)).toISOString(),
+    last_used_at: iso(row.last_used_at),
+    revoked_at: iso(row.revoked_at),
   };
 }
+
+export type KeyView = ReturnType<typeof keyView>;
 
 async function requireOrganization(ctx: ServiceCtx, orgId: string): Promise<void> {
   const org = await ctx.db
@@ -32,7 +47,18 @@ async function requireOrganization(ctx: ServiceCtx, orgId: string): Promise<void
   if (!org) throw notFound(`Organisation ${orgId}`);
 }
 
-export async function createApiKey({ ctx, orgId, name }: { ctx: ServiceCtx; orgId: string; name?: string }) {
+export async function createApiKey({
+  ctx,
+  orgId,
+  name,
+  scope = 'admin',
+}: {
+  ctx: ServiceCtx;
+  orgId: string;
+  name?: string;
+  scope?: string;
+}) {
+  if (!isKeyScope(scope)) throw validationError('/scope', `must be one of ${KEY_SCOPES.join(', ')}`);
   await requireOrganization(ctx, orgId);
   // 62^8 ids make a collision rare; retry the few times one happens.
   for (let attempt = 0; attempt < 5; attempt++) {
@@ -47,6 +73,8 @@ export async function createApiKey({ ctx, orgId, name }: { ctx: ServiceCtx; orgI
       key_hash: hashKey(apiKey),
       created_at: ctx.clock.now().getTime(),
       revoked_at: null,
+      scope,
+      last_used_at: null,
     };
     await ctx.db.insertInto('api_keys').values(row).execute();
     return { key: keyView(row), api_key: apiKey };
@@ -78,6 +106,71 @@ export async function revokeApiKey({ ctx, keyId }: { ctx: ServiceCtx; keyId: str
   return keyView(row);
 }
 
+/**
+ * Revokes one key of the acting organisation (the dashboard's verb; a key id of another
+ * organisation is not found), with an audit entry in the same transaction.
+ */
+export async function revokeOrgApiKey({ ctx, input }: { ctx: OrgCtx; input: { keyId: string } }) {
+  return ctx.db.transaction().execute(async (trx) => {
+    const row = await trx
+      .selectFrom('api_keys')
+      .selectAll()
+      .where('id', '=', input.keyId)
+      .where('org_id', '=', ctx.org.id)
+      .executeTakeFirst();
+    if (!row) throw notFound(`API key ${input.keyId}`);
+    if (row.revoked_at !== null) return keyView(row);
+    const before = keyView(row);
+    const at = ctx.clock.now().getTime();
+    await trx.updateTable('api_keys').set({ revoked_at: at }).where('id', '=', row.id).execute();
+    const after = keyView({ ...row, revoked_at: at });
+    await recordAudit(
+      { ...ctx, db: trx },
+      { action: 'api_key.revoked', target: `api_key:${row.id}`, before, after },
+    );
+    return after;
+  });
+}
+
+/** Creates a key for the acting organisation, with an audit entry (the dashboard's verb). */
+export async function createOrgApiKey({
+  ctx,
+  input,
+}: {
+  ctx: OrgCtx;
+  input: { name?: string; scope: string };
+}) {
+  const created = await createApiKey({ ctx, orgId: ctx.org.id, name: input.name, scope: input.scope });
+  await recordAudit(ctx, {
+    action: 'api_key.created',
+    target: `api_key:${created.key.id}`,
+    before: null,
+    after: created.key,
+  });
+  return created;
+}
+
+const lastUseWritten = new Map<string, number>();
+const LAST_USE_EVERY_MS = 60_000;
+
+/**
+ * Notes that a key was used, at most once a minute per key and process: a write per request
+ * would put an UPDATE on the tracking path. Failures are ignored; the figure is informative.
+ */
+export function noteKeyUse(ctx: Pick<ServiceCtx, 'db' | 'clock'>, keyId: string): void {
+  const now = ctx.clock.now().getTime();
+  const last = lastUseWritten.get(keyId);
+  if (last !== undefined && now - last < LAST_USE_EVERY_MS && now >= last) return;
+  if (lastUseWritten.size >= 10_000) lastUseWritten.clear();
+  lastUseWritten.set(keyId, now);
+  ctx.db
+    .updateTable('api_keys')
+    .set({ last_used_at: now })
+    .where('id', '=', keyId)
+    .execute()
+    .catch(() => undefined);
+}
+
 /** The organisation's columns a key lookup reads (all of them; see organizationOf). */
 const ORGANIZATION_FIELDS = [
   'id',
@@ -100,7 +193,7 @@ function keysWithOrganizationQuery(db: DbOrTrx, keyIds: string[]) {
       .innerJoin('organizations', 'organizations.id', 'api_keys.org_id')
       // Named columns, not `organizations.*`: the statement is prepared (see storage/db.ts).
       .select(ORGANIZATION_FIELDS.map((field) => `organizations.${field}` as const))
-      .select(['api_keys.id as key_id', 'api_keys.key_hash', 'api_keys.revoked_at'])
+      .select(['api_keys.id as key_id', 'api_keys.key_hash', 'api_keys.revoked_at', 'api_keys.scope'])
       .where('api_keys.id', 'in', keyIds)
   );
 }
@@ -177,6 +270,7 @@ function organizationOf(row: KeyWithOrganization): Organization {
 export interface Authenticated {
   org: Organization;
   keyId: string;
+  scope: KeyScope;
 }
 
 /** Resolves a bearer token to its organisation, or throws the spec's 401 codes. */
@@ -195,5 +289,5 @@ export async function authenticate({
     throw new AppError('invalid_api_key', 'The API key is malformed or unknown.');
   }
   if (row.revoked_at !== null) throw new AppError('key_revoked', 'The API key was revoked.');
-  return { org: organizationOf(row), keyId: row.key_id };
+  return { org: organizationOf(row), keyId: row.key_id, scope: row.scope === 'ingest' ? 'ingest' : 'admin' };
 }

@@ -25,6 +25,9 @@ export interface ApiKeysTable {
   key_hash: string;
   created_at: number;
   revoked_at: number | null;
+  /** `admin` | `ingest` (DESIGN §3). */
+  scope: string;
+  last_used_at: number | null;
 }
 
 export interface TaskTypeOverridesTable {
@@ -226,9 +229,21 @@ export interface DigestRunsTable {
   created_at: number;
 }
 
+export interface DashboardSessionsTable {
+  /** SHA-256 (hex) of the session cookie's token. */
+  id: string;
+  org_id: string;
+  key_id: string;
+  csrf_token: string;
+  flash: string | null;
+  created_at: number;
+  last_seen_at: number;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   api_keys: ApiKeysTable;
+  dashboard_sessions: DashboardSessionsTable;
   task_type_overrides: TaskTypeOverridesTable;
   custom_task_types: CustomTaskTypesTable;
   audit_log: AuditLogTable;

@@ -55,6 +55,9 @@ export async function getEvent({ ctx, eventId }: { ctx: OrgCtx; eventId: string 
 export interface ListEventsInput {
   agentId?: string;
   taskType?: string;
+  /** The dashboard's extra filters (DESIGN §10). */
+  clientId?: string;
+  outcome?: string;
   limit: number;
   cursor?: string;
 }
@@ -64,6 +67,8 @@ export async function listEvents({ ctx, input }: { ctx: OrgCtx; input: ListEvent
   let query = ctx.db.selectFrom('events').selectAll().where('org_id', '=', ctx.org.id);
   if (input.agentId !== undefined) query = query.where('agent_id', '=', input.agentId);
   if (input.taskType !== undefined) query = query.where('task_type', '=', input.taskType);
+  if (input.clientId !== undefined) query = query.where('client_id', '=', input.clientId);
+  if (input.outcome !== undefined) query = query.where('outcome', '=', input.outcome);
   if (input.cursor !== undefined) query = query.where('id', '<', input.cursor);
   const rows = await query
     .orderBy('id', 'desc')

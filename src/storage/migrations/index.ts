@@ -5,6 +5,8 @@ import * as webhooks from './2026_11_22_0003_webhooks.js';
 import * as rollupPairs from './2026_11_22_0004_rollup_pairs.js';
 import * as rollupBuckets from './2026_11_22_0005_rollup_buckets.js';
 import * as rollupOutcomes from './2026_11_22_0006_rollup_outcomes.js';
+import * as keyScopes from './2026_11_24_0007_key_scopes.js';
+import * as dashboardSessions from './2026_11_24_0008_dashboard_sessions.js';
 
 /** Every migration, by name; names sort in the order they apply. Add new files here. */
 export const migrations: Record<string, Migration> = {
@@ -14,4 +16,6 @@ export const migrations: Record<string, Migration> = {
   '2026_11_22_0004_rollup_pairs': rollupPairs,
   '2026_11_22_0005_rollup_buckets': rollupBuckets,
   '2026_11_22_0006_rollup_outcomes': rollupOutcomes,
+  '2026_11_24_0007_key_scopes': keyScopes,
+  '2026_11_24_0008_dashboard_sessions': dashboardSessions,
 };

@@ -1,0 +1,60 @@
+const moneyFormats = new Map<string, Intl.NumberFormat>();
+
+/** `€1,234.56`: English grouping, 2 decimals, the organisation currency (DESIGN §10). */
+export function money(value: number, currency: string): string {
+  let format = moneyFormats.get(currency);
+  if (!format) {
+    format = new Intl.NumberFormat('en-US', {
+      style: 'currency',
+      currency,
+      minimumFractionDigits: 2,
+      maximumFractionDigits: 2,
+    });
+    moneyFormats.set(currency, format);
+  }
+  return format.format(value);
+}
+
+const hoursFormat = new Intl.NumberFormat('en-US', { minimumFractionDigits: 1, maximumFractionDigits: 1 });
+const countFormat = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
+const decimalFormat = new Intl.NumberFormat('en-US', { maximumFractionDigits: 6 });
+
+/** Hours with one decimal: `1,234.5`. */
+export function hours(value: number): string {
+  return hoursFormat.format(value);
+}
+
+/** Whole counts: `12,345`. */
+export function count(value: number): string {
+  return countFormat.format(value);
+}
+
+/** A setting or input as entered (up to 6 decimals, grouped): `0.5`, `1,440`. */
+export function decimal(value: number): string {
+  return decimalFormat.format(value);
+}
+
+/** Cost saved ÷ agent cost as `12.3×`; `—` when there is no agent cost. */
+export function roi(costSaved: number, agentCost: number): string {
+  if (agentCost <= 0) return '—';
+  return `${hoursFormat.format(costSaved / agentCost)}×`;
+}
+
+/** `2026-11-20 12:00 UTC`: one unambiguous time for every reader. */
+export function dateTime(iso: string | null): string {
+  if (iso === null) return '—';
+  return `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC`;
+}
+
+/** The change against the previous period: `+12.5%`, `−3.0%`, `new` or `no change`. */
+export function change(
+  current: number,
+  previous: number,
+): { text: string; direction: 'up' | 'down' | 'flat' } {
+  if (previous === 0 && current === 0) return { text: 'no change', direction: 'flat' };
+  if (previous === 0) return { text: 'new this period', direction: 'up' };
+  const pct = ((current - previous) / Math.abs(previous)) * 100;
+  if (Math.abs(pct) < 0.05) return { text: 'no change', direction: 'flat' };
+  const text = `${pct > 0 ? '+' : '−'}${hoursFormat.format(Math.abs(pct))}%`;
+  return { text, direction: pct > 0 ? 'up' : 'down' };
+}

@@ -1,0 +1,268 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { OrgCtx } from '../context.js';
+import { serviceCtx } from '../http/app-types.js';
+import { AppError } from '../errors.js';
+import { loadAssets } from './assets.js';
+import { html } from './html.js';
+import { loginPage, page, type Section } from './layout.js';
+import { registerEventPages } from './pages/events.js';
+import { registerOverviewPage } from './pages/overview.js';
+import { registerReportPages } from './pages/reports.js';
+import { registerSettingsPages } from './pages/settings.js';
+import { registerTaskTypePages } from './pages/task-types.js';
+import { registerUsagePage } from './pages/usage.js';
+import { registerWebhookPages } from './pages/webhooks.js';
+import {
+  clearSessionCookie,
+  readCookie,
+  sameOrigin,
+  SESSION_COOKIE,
+  setSecurityHeaders,
+  setSessionCookie,
+  tokensMatch,
+} from './security.js';
+import { endSession, resumeSession, setFlash, startSession, type DashboardSession } from './sessions.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    dashboardSession: DashboardSession | null;
+  }
+  interface FastifyContextConfig {
+    /** A dashboard route open without a session (sign-in, assets). */
+    dashboardPublic?: boolean;
+  }
+}
+
+/** A submitted form: every field with all its values (checkbox groups repeat a name). */
+export type Form = Map<string, string[]>;
+
+export function field(form: Form, name: string): string {
+  return form.get(name)?.[0] ?? '';
+}
+
+export function fields(form: Form, name: string): string[] {
+  return form.get(name) ?? [];
+}
+
+/** Sign-in attempts per client address and second (the rate limiter's window). */
+const SIGN_IN_ATTEMPTS_PER_SECOND = 5;
+
+export function dashboardCtx(app: FastifyInstance, request: FastifyRequest): OrgCtx {
+  const session = request.dashboardSession;
+  if (!session) throw new AppError('missing_authorization', 'Sign in first.');
+  const { storage, clock, config } = app.tally;
+  return {
+    db: storage.db,
+    engine: storage.engine,
+    clock,
+    config,
+    org: session.org,
+    actorKeyId: session.keyId,
+  };
+}
+
+export function session(request: FastifyRequest): DashboardSession {
+  const s = request.dashboardSession;
+  if (!s) throw new AppError('missing_authorization', 'Sign in first.');
+  return s;
+}
+
+/** Sends one signed-in page. */
+export function sendPage(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  input: { title: string; section: Section; body: ReturnType<typeof html>; status?: number },
+) {
+  const s = session(request);
+  return reply
+    .code(input.status ?? 200)
+    .type('text/html; charset=utf-8')
+    .send(page({ ...input, org: s.org, csrfToken: s.csrfToken, flash: s.flash }));
+}
+
+/** After a form: a one-time notice and a 303 to the page to show next (POST/redirect/GET). */
+export async function redirectWithNotice(
+  app: FastifyInstance,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  location: string,
+  notice: string,
+) {
+  await setFlash(serviceCtx(app.tally), session(request).id, notice);
+  return reply.redirect(location, 303);
+}
+
+/** The query string of a dashboard URL, as given (repeated names kept). */
+export function queryOf(request: FastifyRequest): URLSearchParams {
+  const q = request.url.indexOf('?');
+  return new URLSearchParams(q < 0 ? '' : request.url.slice(q + 1));
+}
+
+function parseForm(body: string): Form {
+  const form: Form = new Map();
+  for (const [name, value] of new URLSearchParams(body)) {
+    const list = form.get(name);
+    if (list) list.push(value);
+    else form.set(name, [value]);
+  }
+  return form;
+}
+
+const ENDED_MESSAGES: Record<string, string> = {
+  expired: 'Your session ended after a period without activity (or after 12 hours). Sign in again.',
+  revoked: 'The API key of your session was revoked, so the session ended. Sign in with another admin key.',
+  signed_out: 'You are signed out.',
+};
+
+export async function registerDashboard(app: FastifyInstance): Promise<void> {
+  const assets = loadAssets();
+  const hidden = { schema: { hide: true } };
+  app.get('/', hidden, async (_request, reply) => reply.redirect('/dashboard', 302));
+  app.get('/favicon.ico', hidden, async (_request, reply) => {
+    const icon = assets.get('favicon.svg');
+    return reply.type(icon?.type ?? 'image/svg+xml').send(icon?.body);
+  });
+
+  await app.register(
+    async (dash) => {
+      dash.decorateRequest('dashboardSession', null);
+      // Pages are not API: they stay out of /openapi.json.
+      dash.addHook('onRoute', (route) => {
+        route.schema = { ...route.schema, hide: true };
+      });
+      // Forms post as application/x-www-form-urlencoded; only here, the API stays JSON-only.
+      dash.addContentTypeParser(
+        'application/x-www-form-urlencoded',
+        { parseAs: 'string' },
+        (_request, body, done) => done(null, parseForm(String(body))),
+      );
+
+      dash.addHook('onRequest', async (request, reply) => {
+        setSecurityHeaders(reply);
+        if (request.routeOptions.config.dashboardPublic) return;
+        const resumed = await resumeSession({
+          ctx: serviceCtx(app.tally),
+          token: readCookie(request, SESSION_COOKIE),
+        });
+        if ('ended' in resumed) {
+          if (resumed.ended !== 'none') clearSessionCookie(request, reply);
+          const reason = resumed.ended === 'none' ? '' : `?ended=${resumed.ended}`;
+          return reply.redirect(`/dashboard/login${reason}`, 303);
+        }
+        request.dashboardSession = resumed.session;
+      });
+
+      // CSRF: every state change carries the session's token and comes from this origin.
+      dash.addHook('preHandler', async (request, reply) => {
+        if (request.method === 'GET' || request.method === 'HEAD') return;
+        if (!sameOrigin(request)) {
+          return reply.code(403).type('text/plain; charset=utf-8').send('Cross-origin form refused.');
+        }
+        const s = request.dashboardSession;
+        if (!s) return;
+        const form = request.body instanceof Map ? (request.body as Form) : new Map<string, string[]>();
+        if (!tokensMatch(s.csrfToken, field(form, 'csrf_token'))) {
+          return reply
+            .code(403)
+            .type('text/plain; charset=utf-8')
+            .send('The form has expired or did not come from this dashboard. Go back, reload and try again.');
+        }
+      });
+
+      dash.setErrorHandler(async (error, request, reply) => {
+        const appError = error instanceof AppError ? error : null;
+        const status = appError?.status ?? (error as { statusCode?: number }).statusCode ?? 500;
+        if (status >= 500) request.log.error({ err: error }, 'dashboard error');
+        const message =
+          appError && status < 500
+            ? appError.message
+            : status === 415 || status === 413 || status === 400
+              ? 'The form could not be read.'
+              : 'Something went wrong on our side. Try again shortly.';
+        if (!request.dashboardSession) {
+          return reply.code(status).type('text/plain; charset=utf-8').send(message);
+        }
+        return sendPage(request, reply, {
+          title: status === 404 ? 'Not found' : 'Something went wrong',
+          section: 'Overview',
+          status,
+          body: html`<p class="error" role="alert">${message}</p>
+            <p><a href="/dashboard">Back to the overview</a></p>`,
+        });
+      });
+
+      dash.setNotFoundHandler(async (request, reply) =>
+        sendPage(request, reply, {
+          title: 'Not found',
+          section: 'Overview',
+          status: 404,
+          body: html`<p>There is no page at this address.</p>
+            <p><a href="/dashboard">Back to the overview</a></p>`,
+        }),
+      );
+
+      const open = { config: { dashboardPublic: true } };
+      dash.get<{ Params: { name: string } }>('/assets/:name', open, async (request, reply) => {
+        const asset = assets.get(request.params.name);
+        if (!asset) return reply.code(404).type('text/plain; charset=utf-8').send('Not found');
+        return reply.header('Cache-Control', 'public, max-age=300').type(asset.type).send(asset.body);
+      });
+
+      dash.get('/login', open, async (request, reply) => {
+        const ended = queryOf(request).get('ended') ?? '';
+        const message = ENDED_MESSAGES[ended] ?? null;
+        return reply.type('text/html; charset=utf-8').send(loginPage({ message, status: 'info' }));
+      });
+
+      dash.post('/login', open, async (request, reply) => {
+        const now = app.tally.clock.now().getTime();
+        let allowed = true;
+        try {
+          const decision = await app.tally.rateLimiter.consume(
+            `dashboard-sign-in:${request.ip}`,
+            SIGN_IN_ATTEMPTS_PER_SECOND,
+            1,
+            now,
+          );
+          allowed = decision.granted >= 1;
+        } catch (error) {
+          request.log.warn({ err: error }, 'rate limiter unavailable; sign-in let through');
+        }
+        const send = (status: number, message: string) =>
+          reply.code(status).type('text/html; charset=utf-8').send(loginPage({ message }));
+        if (!allowed) {
+          reply.header('Retry-After', '1');
+          return send(429, 'Too many sign-in attempts from your address. Wait a moment and try again.');
+        }
+        const form = request.body instanceof Map ? (request.body as Form) : new Map<string, string[]>();
+        const started = await startSession({ ctx: serviceCtx(app.tally), apiKey: field(form, 'api_key') });
+        if ('refused' in started) {
+          const messages = {
+            invalid: 'That API key is not valid. Check it and try again.',
+            revoked: 'That API key has been revoked. Sign in with an active admin key.',
+            ingest: 'That is an ingest key: it can only track events. Sign in with an admin key.',
+          } as const;
+          return send(401, messages[started.refused]);
+        }
+        setSessionCookie(request, reply, started.token);
+        return reply.redirect('/dashboard', 303);
+      });
+
+      dash.post('/logout', async (request, reply) => {
+        const token = readCookie(request, SESSION_COOKIE);
+        if (token) await endSession({ ctx: serviceCtx(app.tally), token });
+        clearSessionCookie(request, reply);
+        return reply.redirect('/dashboard/login?ended=signed_out', 303);
+      });
+
+      registerOverviewPage(dash, app);
+      registerReportPages(dash, app);
+      registerEventPages(dash, app);
+      registerTaskTypePages(dash, app);
+      registerWebhookPages(dash, app);
+      registerUsagePage(dash, app);
+      registerSettingsPages(dash, app);
+    },
+    { prefix: '/dashboard' },
+  );
+}

@@ -1,0 +1,127 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { ServiceCtx } from '../context.js';
+import { AppError } from '../errors.js';
+import { authenticate } from '../orgs/api-keys.js';
+import { getOrganization, type Organization } from '../orgs/organizations.js';
+
+export const IDLE_TIMEOUT_MS = 60 * 60_000;
+export const ABSOLUTE_TIMEOUT_MS = 12 * 60 * 60_000;
+/** last_seen_at is written at most this often, so reading a page is not always a write. */
+const TOUCH_EVERY_MS = 60_000;
+
+export interface DashboardSession {
+  id: string;
+  org: Organization;
+  keyId: string;
+  csrfToken: string;
+  flash: string | null;
+}
+
+const tokenHash = (token: string) => createHash('sha256').update(token).digest('hex');
+
+export type SignInRefusal = 'invalid' | 'revoked' | 'ingest';
+
+/**
+ * Opens a session for an admin key (DESIGN §10). The key itself is neither stored nor sent back:
+ * the browser holds only a random session token, the database only that token's hash.
+ */
+export async function startSession({
+  ctx,
+  apiKey,
+}: {
+  ctx: ServiceCtx;
+  apiKey: string;
+}): Promise<{ token: string; session: DashboardSession } | { refused: SignInRefusal }> {
+  let auth;
+  try {
+    auth = await authenticate({ ctx, token: apiKey.trim() });
+  } catch (error) {
+    if (error instanceof AppError && error.code === 'key_revoked') return { refused: 'revoked' };
+    if (error instanceof AppError && error.code === 'invalid_api_key') return { refused: 'invalid' };
+    throw error;
+  }
+  if (auth.scope !== 'admin') return { refused: 'ingest' };
+  const token = randomBytes(32).toString('base64url');
+  const csrfToken = randomBytes(32).toString('base64url');
+  const now = ctx.clock.now().getTime();
+  const id = tokenHash(token);
+  await ctx.db
+    .insertInto('dashboard_sessions')
+    .values({
+      id,
+      org_id: auth.org.id,
+      key_id: auth.keyId,
+      csrf_token: csrfToken,
+      flash: null,
+      created_at: now,
+      last_seen_at: now,
+    })
+    .execute();
+  return { token, session: { id, org: auth.org, keyId: auth.keyId, csrfToken, flash: null } };
+}
+
+export type SessionEnd = 'expired' | 'revoked' | 'none';
+
+/**
+ * The live session of a cookie token, or why there is none. Idle (60 min) and absolute (12 h)
+ * timeouts are read from `ctx.clock`; a revoked or re-scoped key ends its sessions here, at their
+ * next request. An ended session's row is deleted.
+ */
+export async function resumeSession({
+  ctx,
+  token,
+}: {
+  ctx: ServiceCtx;
+  token: string | undefined;
+}): Promise<{ session: DashboardSession } | { ended: SessionEnd }> {
+  if (token === undefined || token === '' || token.length > 200) return { ended: 'none' };
+  const id = tokenHash(token);
+  const row = await ctx.db
+    .selectFrom('dashboard_sessions')
+    .innerJoin('api_keys', 'api_keys.id', 'dashboard_sessions.key_id')
+    .select([
+      'dashboard_sessions.org_id',
+      'dashboard_sessions.key_id',
+      'dashboard_sessions.csrf_token',
+      'dashboard_sessions.flash',
+      'dashboard_sessions.created_at',
+      'dashboard_sessions.last_seen_at',
+      'api_keys.revoked_at',
+      'api_keys.scope',
+    ])
+    .where('dashboard_sessions.id', '=', id)
+    .executeTakeFirst();
+  if (!row) return { ended: 'none' };
+  const now = ctx.clock.now().getTime();
+  const revoked = row.revoked_at !== null || row.scope !== 'admin';
+  const expired =
+    now - Number(row.last_seen_at) >= IDLE_TIMEOUT_MS || now - Number(row.created_at) >= ABSOLUTE_TIMEOUT_MS;
+  if (revoked || expired) {
+    await endSession({ ctx, token });
+    return { ended: revoked ? 'revoked' : 'expired' };
+  }
+  if (now - Number(row.last_seen_at) >= TOUCH_EVERY_MS || row.flash !== null) {
+    await ctx.db
+      .updateTable('dashboard_sessions')
+      .set({ last_seen_at: now, flash: null })
+      .where('id', '=', id)
+      .execute();
+  }
+  const org = await getOrganization({ ctx, id: row.org_id });
+  return {
+    session: { id, org, keyId: row.key_id, csrfToken: row.csrf_token, flash: row.flash },
+  };
+}
+
+export async function endSession({ ctx, token }: { ctx: ServiceCtx; token: string }): Promise<void> {
+  await ctx.db.deleteFrom('dashboard_sessions').where('id', '=', tokenHash(token)).execute();
+}
+
+/** A one-time notice the next page shows (after a form's redirect). */
+export async function setFlash(ctx: ServiceCtx, sessionId: string, message: string): Promise<void> {
+  await ctx.db
+    .updateTable('dashboard_sessions')
+    .set({ flash: message })
+    .where('id', '=', sessionId)
+    .execute();
+}
