@@ -1,8 +1,40 @@
+import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Tally, TallyError, verifyWebhook, type TrackBatchItem } from '../../clients/typescript/src/index.js';
 import { CLIENT_TYPES_FILE, generateClientTypes } from '../../scripts/generate-client-types.js';
+import { tempFile } from '../support/temp.js';
 import { startDroppingProxy, startReceiver, startTally, type Served } from './service.js';
+
+const README = fileURLToPath(new URL('../../clients/typescript/README.md', import.meta.url));
+const CLIENT_ENTRY = pathToFileURL(
+  fileURLToPath(new URL('../../clients/typescript/src/index.ts', import.meta.url)),
+).href;
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+/** The fenced blocks of one language in a Markdown file. */
+export function codeBlocks(markdown: string, language: string): string[] {
+  return [...markdown.matchAll(/^```(\w+)\n([\s\S]*?)^```$/gm)]
+    .filter((m) => m[1] === language)
+    .map((m) => m[2] ?? '');
+}
+
+function runExample(file: string, env: Record<string, string>): Promise<{ code: number; output: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', file],
+      { cwd: ROOT, env: { ...process.env, ...env }, timeout: 60_000 },
+      (error, stdout, stderr) => {
+        resolve({
+          code: error ? (typeof error.code === 'number' ? error.code : -1) : 0,
+          output: stdout + stderr,
+        });
+      },
+    );
+  });
+}
 
 const TRACK = { agent_id: 'ts-bot', task_type: 'support_ticket_reply', outcome: 'success' } as const;
 
@@ -261,6 +293,17 @@ describe('the TypeScript client against tally serve', () => {
       expect(deliveries.data.length).toBeGreaterThanOrEqual(2);
     } finally {
       await receiver.close();
+    }
+  });
+
+  it('runs every example of the README', { timeout: 180_000 }, async () => {
+    const blocks = codeBlocks(readFileSync(README, 'utf8'), 'ts');
+    expect(blocks.length).toBeGreaterThanOrEqual(5);
+    for (const [i, block] of blocks.entries()) {
+      const code = block.replaceAll("'@tally/client'", `'${CLIENT_ENTRY}'`);
+      const file = tempFile('tally-readme-', `example-${i}.mts`, code);
+      const result = await runExample(file, { TALLY_URL: served.baseUrl, TALLY_API_KEY: served.apiKey });
+      expect(result.code, `example ${i}:\n${block}\n${result.output}`).toBe(0);
     }
   });
 });

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
 import threading
 import time
 import unittest
+from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 from tally import Tally, TallyError, verify_webhook
@@ -209,6 +214,25 @@ class WebhookTest(unittest.TestCase):
             self.assertGreaterEqual(len(tally.list_webhook_deliveries(hook["id"])["data"]), 2)
         finally:
             receiver.close()
+
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def code_blocks(markdown: str, language: str) -> List[str]:
+    return [m.group(2) for m in re.finditer(r"^```(\w+)\n(.*?)^```$", markdown, re.S | re.M) if m.group(1) == language]
+
+
+class ReadmeTest(unittest.TestCase):
+    def test_every_example_of_the_readme_runs(self) -> None:
+        blocks = code_blocks(README.read_text(encoding="utf-8"), "python")
+        self.assertGreaterEqual(len(blocks), 5)
+        env = {**os.environ, "TALLY_URL": service.base_url, "TALLY_API_KEY": service.api_key,
+               "PYTHONPATH": str(README.parent)}
+        for i, block in enumerate(blocks):
+            result = subprocess.run([sys.executable, "-c", block], env=env, capture_output=True, text=True,
+                                    timeout=120)
+            self.assertEqual(result.returncode, 0, f"example {i}:\n{block}\n{result.stdout}{result.stderr}")
 
 
 if __name__ == "__main__":
