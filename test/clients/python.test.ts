@@ -31,6 +31,15 @@ describe('the Python client', () => {
     expect(result.code, result.output).toBe(0);
   });
 
+  it('parses as Python 3.9 (the oldest it supports)', async () => {
+    const check =
+      'import ast, pathlib\n' +
+      "for p in sorted(pathlib.Path('.').rglob('*.py')):\n" +
+      "    ast.parse(p.read_text(encoding='utf-8'), str(p), feature_version=(3, 9))\n";
+    const result = await python(['-c', check]);
+    expect(result.code, result.output).toBe(0);
+  });
+
   it('passes its unittest suite against a real tally serve', { timeout: 330_000 }, async () => {
     const result = await python(['-m', 'unittest', 'discover', '-s', 'tests', '-t', '.', '-v']);
     expect(result.code, result.output).toBe(0);

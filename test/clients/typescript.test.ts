@@ -1,5 +1,7 @@
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Tally, TallyError, verifyWebhook, type TrackBatchItem } from '../../clients/typescript/src/index.js';
@@ -54,6 +56,62 @@ describe('the generated client types', () => {
   it('are what `npm run clients:generate` writes from the current document', async () => {
     const committed = readFileSync(CLIENT_TYPES_FILE, 'utf8');
     expect(committed === (await generateClientTypes()), 'run npm run clients:generate and commit').toBe(true);
+  });
+});
+
+describe('the TypeScript client on a failing network', () => {
+  it('retries a 503 with the same idempotency key, and gives up with the last error', async () => {
+    const keys: (string | undefined)[] = [];
+    const server = createServer((req, res) => {
+      keys.push(req.headers['idempotency-key'] as string | undefined);
+      if (keys.length === 1) {
+        res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '0' });
+        res.end(
+          JSON.stringify({ error: { code: 'service_unavailable', message: 'down', request_id: 'req_1' } }),
+        );
+      } else {
+        res.writeHead(201, { 'content-type': 'application/json' }).end('{"event_id":"evt_1"}');
+      }
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      const tally = new Tally({ apiKey: 'tally_live_x', baseUrl, retryBaseDelayMs: 10 });
+      expect((await tally.track(TRACK)).event_id).toBe('evt_1');
+      expect(keys).toHaveLength(2);
+      expect(keys[0]).toMatch(/^tally-js-/);
+      expect(keys[1]).toBe(keys[0]);
+      keys.length = 0;
+      const once = new Tally({ apiKey: 'tally_live_x', baseUrl, maxRetries: 0 });
+      await expect(once.track(TRACK)).rejects.toMatchObject({
+        code: 'service_unavailable',
+        status: 503,
+        requestId: 'req_1',
+      });
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+
+  it('times out a server that never answers', async () => {
+    const sockets: Socket[] = [];
+    const silent = createTcpServer((socket) => sockets.push(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const baseUrl = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+    try {
+      const tally = new Tally({
+        apiKey: 'tally_live_x',
+        baseUrl,
+        timeoutMs: 200,
+        maxRetries: 1,
+        retryBaseDelayMs: 10,
+      });
+      await expect(tally.usage()).rejects.toMatchObject({ code: 'timeout', status: 0 });
+      expect(sockets.length).toBe(2);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => silent.close(() => resolve()));
+    }
   });
 });
 

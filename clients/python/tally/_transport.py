@@ -131,7 +131,11 @@ class Transport:
             except (socket.timeout, TimeoutError) as error:
                 failure = TallyError("timeout", f"No answer from {self.base_url} within {self.timeout} s: {error}")
             except (urllib.error.URLError, http.client.HTTPException, ConnectionError, OSError) as error:
-                failure = TallyError("network_error", f"Could not reach {self.base_url}: {error}")
+                reason = getattr(error, "reason", None)
+                if isinstance(reason, (socket.timeout, TimeoutError)):
+                    failure = TallyError("timeout", f"No answer from {self.base_url} within {self.timeout} s")
+                else:
+                    failure = TallyError("network_error", f"Could not reach {self.base_url}: {error}")
             allowed = failure.retryable if retry == "all" else failure.status == 429
             if not allowed or attempt >= self.retry.max_retries:
                 raise failure

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import subprocess
 import sys
 import threading
 import time
 import unittest
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
@@ -33,6 +35,60 @@ def timeless(report: Any) -> Any:
     """A report without ``meta.range``, which moves with the clock between two calls."""
     meta = {k: v for k, v in report["meta"].items() if k != "range"}
     return {**report, "meta": meta}
+
+
+class FailingNetworkTest(unittest.TestCase):
+    def test_a_503_is_retried_with_the_same_idempotency_key(self) -> None:
+        keys: List[Any] = []
+
+        class Flaky(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - the http.server API
+                self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                keys.append(self.headers.get("Idempotency-Key"))
+                if len(keys) == 1:
+                    body = b'{"error": {"code": "service_unavailable", "message": "down", "request_id": "req_1"}}'
+                    self.send_response(503)
+                    self.send_header("Retry-After", "0")
+                else:
+                    body = b'{"event_id": "evt_1"}'
+                    self.send_response(201)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Flaky)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        base_url = f"http://127.0.0.1:{server.server_address[1]}"
+        try:
+            event = Tally(api_key="tally_live_x", base_url=base_url, retry_base_delay=0.01).track(TRACK)  # type: ignore
+            self.assertEqual(event["event_id"], "evt_1")
+            self.assertEqual(len(keys), 2)
+            self.assertTrue(str(keys[0]).startswith("tally-py-"))
+            self.assertEqual(keys[1], keys[0])
+            keys.clear()
+            with self.assertRaises(TallyError) as caught:
+                Tally(api_key="tally_live_x", base_url=base_url, max_retries=0).track(TRACK)  # type: ignore
+            self.assertEqual((caught.exception.code, caught.exception.status), ("service_unavailable", 503))
+        finally:
+            server.shutdown()
+            server.server_close()
+
+    def test_a_server_that_never_answers_times_out(self) -> None:
+        silent = socket.socket()
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        try:
+            tally = Tally(api_key="tally_live_x", base_url=f"http://127.0.0.1:{silent.getsockname()[1]}",
+                          timeout=0.2, max_retries=1, retry_base_delay=0.01)
+            with self.assertRaises(TallyError) as caught:
+                tally.usage()
+            self.assertEqual((caught.exception.code, caught.exception.status), ("timeout", 0))
+        finally:
+            silent.close()
 
 
 class TrackingTest(unittest.TestCase):

@@ -104,16 +104,21 @@ export async function send(transport: TransportOptions, options: RequestOptions)
   for (let attempt = 0; ; attempt++) {
     let failure: TallyError;
     let retryAfter: string | null = null;
-    const timeout = AbortSignal.timeout(transport.timeoutMs);
-    const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
+    // The timeout covers the wait for the answer's headers, not the reading of a long body
+    // (a streamed export may take longer than any sensible request timeout).
+    const timeout = new AbortController();
+    const timer = setTimeout(() => timeout.abort(new Error('timeout')), transport.timeoutMs);
+    const signal = options.signal ? AbortSignal.any([options.signal, timeout.signal]) : timeout.signal;
     try {
       const response = await transport.fetch(url, { method: options.method, headers, body, signal });
+      clearTimeout(timer);
       if (response.ok) return response;
       failure = await errorFrom(response);
       retryAfter = response.headers.get('retry-after');
     } catch (error) {
+      clearTimeout(timer);
       if (options.signal?.aborted) throw error;
-      const timedOut = timeout.aborted;
+      const timedOut = timeout.signal.aborted;
       failure = new TallyError({
         code: timedOut ? 'timeout' : 'network_error',
         message: timedOut
