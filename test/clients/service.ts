@@ -169,7 +169,7 @@ export async function startReceiver() {
   return {
     url: `http://127.0.0.1:${port}/hook`,
     received,
-    async waitFor(predicate: (d: Delivery) => boolean, timeoutMs = 20_000): Promise<Delivery> {
+    async waitFor(predicate: (d: Delivery) => boolean, timeoutMs = 45_000): Promise<Delivery> {
       const until = Date.now() + timeoutMs;
       while (Date.now() < until) {
         const found = received.find(predicate);

@@ -175,13 +175,13 @@ describe('the TypeScript client against tally serve', () => {
     };
     const free = new Tally({ apiKey: freeKey, baseUrl: served.baseUrl, fetch: counting, maxRetries: 8 });
     const events = await Promise.all(
-      Array.from({ length: 6 }, (_, i) => free.track({ ...TRACK, agent_id: `rl-${i}` })),
+      Array.from({ length: 10 }, (_, i) => free.track({ ...TRACK, agent_id: `rl-${i}` })),
     );
-    expect(new Set(events.map((e) => e.event_id)).size).toBe(6);
+    expect(new Set(events.map((e) => e.event_id)).size).toBe(10);
     expect(limited).toBeGreaterThan(0);
-    expect((await free.events.list({ limit: 100 })).data).toHaveLength(6);
+    expect((await free.events.list({ limit: 100 })).data).toHaveLength(10);
     const impatient = new Tally({ apiKey: freeKey, baseUrl: served.baseUrl, maxRetries: 0 });
-    const results = await Promise.allSettled(Array.from({ length: 5 }, () => impatient.track(TRACK)));
+    const results = await Promise.allSettled(Array.from({ length: 10 }, () => impatient.track(TRACK)));
     const rejected = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
     expect(rejected.length).toBeGreaterThan(0);
     expect(rejected[0]?.reason).toMatchObject({ code: 'rate_limited', status: 429 });
@@ -196,6 +196,7 @@ describe('the TypeScript client against tally serve', () => {
       batch: {
         maxBatchSize: 4,
         flushIntervalMs: 50,
+        maxAttempts: 20,
         onError: (event, error) => rejected.push({ event, code: error.code }),
       },
     });

@@ -194,7 +194,7 @@ class Receiver:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
-    def wait_for(self, predicate: Callable[[bytes], bool], timeout: float = 20) -> Tuple[Dict[str, str], bytes]:
+    def wait_for(self, predicate: Callable[[bytes], bool], timeout: float = 45) -> Tuple[Dict[str, str], bytes]:
         deadline = time.time() + timeout
         while time.time() < deadline:
             for headers, body in list(self.received):

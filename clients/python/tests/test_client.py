@@ -138,16 +138,16 @@ class TrackingTest(unittest.TestCase):
         def one(i: int) -> None:
             results.append(free.track({**TRACK, "agent_id": f"py-rl-{i}"}))  # type: ignore
 
-        threads = [threading.Thread(target=one, args=(i,)) for i in range(6)]
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(10)]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
-        self.assertEqual(len({e["event_id"] for e in results}), 6)
-        self.assertEqual(len(free.list_events(limit=100)["data"]), 6)
+        self.assertEqual(len({e["event_id"] for e in results}), 10)
+        self.assertEqual(len(free.list_events(limit=100)["data"]), 10)
         impatient = Tally(api_key=free_key, base_url=service.base_url, max_retries=0)
         errors: List[TallyError] = []
-        for _ in range(5):
+        for _ in range(10):
             try:
                 impatient.track(TRACK)  # type: ignore
             except TallyError as error:
@@ -167,7 +167,7 @@ class BatchingTest(unittest.TestCase):
     def test_background_batching_with_partial_failures(self) -> None:
         free_key = service.create_org("free")
         rejected: List[Tuple[Any, str]] = []
-        with Tally(api_key=free_key, base_url=service.base_url, batch_size=4, flush_interval=0.05,
+        with Tally(api_key=free_key, base_url=service.base_url, batch_size=4, flush_interval=0.05, max_attempts=20,
                    on_error=lambda event, error: rejected.append((event, error.code))) as tally:
             for i in range(6):
                 tally.enqueue({**TRACK, "agent_id": f"py-batch-{i}"})  # type: ignore
