@@ -2,7 +2,17 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'data/**', 'bin/**'] },
+  {
+    ignores: [
+      'dist/**',
+      'node_modules/**',
+      'coverage/**',
+      'data/**',
+      'bin/**',
+      'clients/typescript/dist/**',
+      'clients/typescript/src/openapi.ts',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Type, type Static } from '@sinclair/typebox';
 import { orgCtx } from '../http/app-types.js';
-import { errorResponses, ListQueryFields } from '../http/schemas.js';
+import { described, errorResponses, ListQueryFields, named } from '../http/schemas.js';
 import { listAuditLog } from './audit-log.js';
 
 const AuditQuery = Type.Object({ ...ListQueryFields }, { additionalProperties: false });
@@ -25,13 +25,20 @@ export function registerAuditRoutes(app: FastifyInstance): void {
       config: { plan: 'pro' },
       schema: {
         tags: ['audit'],
+        operationId: 'listAuditLog',
         summary: 'Changes to task types and webhooks, newest first',
         querystring: AuditQuery,
         response: {
-          200: Type.Object({
-            data: Type.Array(AuditEntrySchema),
-            next_cursor: Type.Union([Type.String(), Type.Null()]),
-          }),
+          200: described(
+            'A page of audit entries; next_cursor fetches the next one',
+            named(
+              'AuditLogPage',
+              Type.Object({
+                data: Type.Array(named('AuditEntry', AuditEntrySchema)),
+                next_cursor: Type.Union([Type.String(), Type.Null()]),
+              }),
+            ),
+          ),
           ...errorResponses,
         },
       },

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Static } from '@sinclair/typebox';
 import { orgCtx } from '../http/app-types.js';
-import { errorResponses } from '../http/schemas.js';
+import { described, errorResponses } from '../http/schemas.js';
 import { removeOverride, setOverride } from './overrides.js';
 import {
   CreateTaskTypeBody,
@@ -14,7 +14,7 @@ import {
 import { archiveTaskType, createCustomTaskType, listTaskTypes } from './task-types.js';
 
 type Params = Static<typeof TaskTypeParams>;
-const one = { 200: TaskTypeSchema, ...errorResponses };
+const one = (description: string) => ({ 200: described(description, TaskTypeSchema), ...errorResponses });
 
 export function registerCatalogueRoutes(app: FastifyInstance): void {
   app.get<{ Querystring: Static<typeof TaskTypeListQuery> }>(
@@ -22,9 +22,13 @@ export function registerCatalogueRoutes(app: FastifyInstance): void {
     {
       schema: {
         tags: ['task-types'],
+        operationId: 'listTaskTypes',
         summary: 'List built-in task types (with overrides), then custom ones',
         querystring: TaskTypeListQuery,
-        response: { 200: TaskTypeListSchema, ...errorResponses },
+        response: {
+          200: described('Built-in types first, then custom ones, by key', TaskTypeListSchema),
+          ...errorResponses,
+        },
       },
     },
     async (request) => {
@@ -41,9 +45,10 @@ export function registerCatalogueRoutes(app: FastifyInstance): void {
       config: { plan: 'pro' },
       schema: {
         tags: ['task-types'],
+        operationId: 'createTaskType',
         summary: 'Create a custom task type',
         body: CreateTaskTypeBody,
-        response: { 201: TaskTypeSchema, ...errorResponses },
+        response: { 201: described('The created task type', TaskTypeSchema), ...errorResponses },
       },
     },
     async (request, reply) => {
@@ -58,10 +63,11 @@ export function registerCatalogueRoutes(app: FastifyInstance): void {
       config: { plan: 'pro' },
       schema: {
         tags: ['task-types'],
+        operationId: 'setTaskTypeOverride',
         summary: "Set the organisation's baseline for a built-in task type",
         params: TaskTypeParams,
         body: OverrideBody,
-        response: one,
+        response: one('The task type with its override set'),
       },
     },
     async (request) =>
@@ -74,9 +80,10 @@ export function registerCatalogueRoutes(app: FastifyInstance): void {
       config: { plan: 'pro' },
       schema: {
         tags: ['task-types'],
+        operationId: 'removeTaskTypeOverride',
         summary: 'Remove the override; the built-in default baseline applies again',
         params: TaskTypeParams,
-        response: one,
+        response: one('The task type with override: null'),
       },
     },
     async (request) => removeOverride({ ctx: orgCtx(app, request), key: request.params.key }),
@@ -88,9 +95,10 @@ export function registerCatalogueRoutes(app: FastifyInstance): void {
       config: { plan: 'pro' },
       schema: {
         tags: ['task-types'],
+        operationId: 'archiveTaskType',
         summary: 'Archive a custom task type; built-ins cannot be archived',
         params: TaskTypeParams,
-        response: one,
+        response: one('The task type with status: archived'),
       },
     },
     async (request) => archiveTaskType({ ctx: orgCtx(app, request), key: request.params.key }),

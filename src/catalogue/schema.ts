@@ -1,4 +1,5 @@
 import { Type, type TSchema } from '@sinclair/typebox';
+import { named } from '../http/schemas.js';
 import { CATEGORIES, type Category } from './categories.js';
 
 const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
@@ -17,7 +18,7 @@ export const OverrideSchema = Type.Object({
 export const TaskTypeSchema = Type.Object({
   key: Type.String(),
   display_name: Type.String(),
-  category: Type.String(),
+  category: CategorySchema,
   kind: Type.Union([Type.Literal('builtin'), Type.Literal('custom')]),
   status: Type.Union([Type.Literal('active'), Type.Literal('archived')]),
   default_baseline_minutes: Type.Number(),
@@ -60,3 +61,11 @@ export const OverrideBody = Type.Object(
 
 // No pattern: a key that cannot exist is simply not found.
 export const TaskTypeParams = Type.Object({ key: Type.String({ minLength: 1, maxLength: 200 }) });
+
+// Names in the OpenAPI document (#/components/schemas/…).
+named('Category', CategorySchema);
+named('TaskTypeOverride', OverrideSchema);
+named('TaskType', TaskTypeSchema);
+named('TaskTypeList', TaskTypeListSchema);
+named('CreateTaskTypeRequest', CreateTaskTypeBody);
+named('OverrideRequest', OverrideBody);

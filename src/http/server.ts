@@ -8,6 +8,7 @@ import type { AppDeps } from './app-types.js';
 import { registerAuth } from './auth.js';
 import { handleError, sendError } from './errors.js';
 import { createMetrics } from './metrics.js';
+import { SWAGGER_OPTIONS } from './openapi.js';
 import { registerServiceRoutes } from './service-routes.js';
 import { registerTrackingRoutes } from '../tracking/routes.js';
 import { registerSettingsRoutes } from '../settings/routes.js';
@@ -84,16 +85,7 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     app.metrics.requests.inc({ method: request.method, route, status: String(reply.statusCode) });
     app.metrics.duration.observe({ route }, reply.elapsedTime / 1000);
   });
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: { title: 'Tally API', version: '1.0.0', description: 'What AI agents are worth.' },
-      components: {
-        securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'tally_live_… API key' } },
-      },
-      security: [{ bearer: [] }],
-    },
-  });
+  await app.register(swagger, SWAGGER_OPTIONS);
 
   registerServiceRoutes(app);
   await app.register(async (v1) => {

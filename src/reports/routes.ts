@@ -2,7 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { getUsage } from '../billing/usage.js';
 import { orgCtx } from '../http/app-types.js';
-import { errorResponses } from '../http/schemas.js';
+import { described, errorResponses } from '../http/schemas.js';
+import type { TSchema } from '@sinclair/typebox';
 import { csvText } from './csv.js';
 import { reportInput, type ReportQueryString } from './input.js';
 import type { Metric } from './params.js';
@@ -19,18 +20,34 @@ import {
 } from './schema.js';
 
 const CSV_TYPE = 'text/csv; charset=utf-8';
+const CsvSchema = Type.String({
+  description: 'CSV document (RFC 4180, UTF-8), one line per row after the header',
+});
+
+/** A 200 that is JSON, or CSV with `format=csv`. */
+const jsonOrCsv = (description: string, schema: TSchema) => ({
+  description,
+  content: { 'application/json': { schema }, 'text/csv': { schema: CsvSchema } },
+});
 type Query = ReportQueryString & { format?: 'json' | 'csv' };
 
-function groupedRoute(app: FastifyInstance, path: string, sort: Metric, summary: string): void {
+function groupedRoute(
+  app: FastifyInstance,
+  path: string,
+  sort: Metric,
+  summary: string,
+  operationId: string,
+): void {
   app.get<{ Querystring: Query }>(
     path,
     {
       config: { plan: 'pro' },
       schema: {
         tags: ['reports'],
+        operationId,
         summary,
         querystring: GroupedQuery,
-        response: { 200: ReportSchema, ...errorResponses },
+        response: { 200: jsonOrCsv('The report; CSV with format=csv', ReportSchema), ...errorResponses },
       },
     },
     async (request, reply) => {
@@ -43,8 +60,20 @@ function groupedRoute(app: FastifyInstance, path: string, sort: Metric, summary:
 }
 
 export function registerReportRoutes(app: FastifyInstance): void {
-  groupedRoute(app, '/v1/reports/time-saved', 'hours_saved', 'Hours and money saved, grouped');
-  groupedRoute(app, '/v1/reports/cost-saved', 'cost_saved', 'Money saved, agent cost and net saved, grouped');
+  groupedRoute(
+    app,
+    '/v1/reports/time-saved',
+    'hours_saved',
+    'Hours and money saved, grouped',
+    'getTimeSavedReport',
+  );
+  groupedRoute(
+    app,
+    '/v1/reports/cost-saved',
+    'cost_saved',
+    'Money saved, agent cost and net saved, grouped',
+    'getCostSavedReport',
+  );
 
   app.get<{ Querystring: Query }>(
     '/v1/reports/leaderboard',
@@ -52,9 +81,13 @@ export function registerReportRoutes(app: FastifyInstance): void {
       config: { plan: 'pro' },
       schema: {
         tags: ['reports'],
+        operationId: 'getLeaderboard',
         summary: 'Agents ranked by one metric',
         querystring: LeaderboardQuery,
-        response: { 200: LeaderboardSchema, ...errorResponses },
+        response: {
+          200: jsonOrCsv('Agents with their rank; CSV with format=csv', LeaderboardSchema),
+          ...errorResponses,
+        },
       },
     },
     async (request, reply) => {
@@ -73,10 +106,16 @@ export function registerReportRoutes(app: FastifyInstance): void {
       config: { plan: 'pro' },
       schema: {
         tags: ['reports'],
+        operationId: 'exportReport',
         summary: 'The time-saved report as a streamed CSV download',
         querystring: ExportQuery,
-        produces: ['text/csv'],
-        response: { 200: Type.String({ description: 'CSV document (RFC 4180, UTF-8)' }), ...errorResponses },
+        response: {
+          200: {
+            description: 'The CSV file, streamed (Content-Disposition: attachment)',
+            content: { 'text/csv': { schema: CsvSchema } },
+          },
+          ...errorResponses,
+        },
       },
     },
     async (request, reply) => {
@@ -99,9 +138,10 @@ export function registerReportRoutes(app: FastifyInstance): void {
     {
       schema: {
         tags: ['reports'],
+        operationId: 'getUsage',
         summary: 'Events this month, included, overage and the projected overage charge',
         querystring: UsageQuery,
-        response: { 200: UsageSchema, ...errorResponses },
+        response: { 200: described("This month's usage against the plan", UsageSchema), ...errorResponses },
       },
     },
     async (request) => getUsage({ ctx: orgCtx(app, request) }),

@@ -1,4 +1,5 @@
 import { Type, type TProperties } from '@sinclair/typebox';
+import { named } from '../http/schemas.js';
 import { METRICS, PERIODS } from './params.js';
 
 const literals = <T extends string>(values: readonly T[]) => Type.Union(values.map((v) => Type.Literal(v)));
@@ -85,3 +86,11 @@ export const UsageSchema = Type.Object({
   lifetime_events: Type.Integer(),
   projected_overage_eur: Type.Union([Type.Number(), Type.Null()]),
 });
+
+// Names in the OpenAPI document (#/components/schemas/…).
+named('ReportMeta', Meta);
+named('ReportRow', ReportSchema.properties.rows.items);
+named('Report', ReportSchema);
+named('LeaderboardRow', LeaderboardSchema.properties.rows.items);
+named('Leaderboard', LeaderboardSchema);
+named('Usage', UsageSchema);

@@ -2,7 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import { Type, type Static } from '@sinclair/typebox';
 import { CATEGORIES } from '../catalogue/categories.js';
 import { orgCtx } from '../http/app-types.js';
-import { errorResponses } from '../http/schemas.js';
+import { CategorySchema } from '../catalogue/schema.js';
+import { described, errorResponses, named, Nullable } from '../http/schemas.js';
 import { settingsView, updateSettings } from './settings.js';
 
 const Rate = Type.Number({ minimum: 0, maximum: 1_000_000 });
@@ -39,10 +40,43 @@ const SettingsPatchBody = Type.Object(
   { additionalProperties: false },
 );
 
+named('SettingsPatch', SettingsPatchBody);
+
+/** What GET and PATCH answer (DESIGN §2). */
+const SettingsSchema = named(
+  'Settings',
+  Type.Object({
+    organization_id: Type.String(),
+    plan: Type.Unsafe<string>({ type: 'string', enum: ['free', 'pro', 'enterprise'] }),
+    name: Type.String(),
+    currency: Type.String({ description: 'ISO 4217; changeable only while the organisation has no events' }),
+    default_hourly_rate: Type.Number(),
+    category_hourly_rates: Type.Record(Type.String(), Type.Number(), {
+      description: 'Hourly rate by task category',
+      propertyNames: CategorySchema,
+    }),
+    outcome_credit: Type.Object({
+      success: Type.Number(),
+      needs_review: Type.Number(),
+      failure: Type.Number(),
+    }),
+    fallback_baseline_minutes: Nullable(Type.Number({ description: 'null = off' })),
+    usd_exchange_rate: Nullable(Type.Number({ description: 'null = the shipped reference rate' })),
+    admin_emails: Type.Array(Type.String()),
+  }),
+);
+
 export function registerSettingsRoutes(app: FastifyInstance): void {
   app.get(
     '/v1/settings',
-    { schema: { tags: ['settings'], summary: 'Organisation settings', response: errorResponses } },
+    {
+      schema: {
+        tags: ['settings'],
+        operationId: 'getSettings',
+        summary: 'Organisation settings',
+        response: { 200: described("The organisation's settings", SettingsSchema), ...errorResponses },
+      },
+    },
     async (request) => settingsView(orgCtx(app, request).org),
   );
 
@@ -52,8 +86,9 @@ export function registerSettingsRoutes(app: FastifyInstance): void {
       schema: {
         tags: ['settings'],
         summary: 'Change organisation settings; stored events keep the values they were computed with',
+        operationId: 'updateSettings',
         body: SettingsPatchBody,
-        response: errorResponses,
+        response: { 200: described('The settings after the change', SettingsSchema), ...errorResponses },
       },
     },
     async (request) => {

@@ -4,9 +4,16 @@ import { AppError } from '../errors.js';
 import { orgCtx } from '../http/app-types.js';
 import { consumeRate } from '../http/auth.js';
 import { errorBody } from '../http/errors.js';
-import { errorResponses, ListQueryFields } from '../http/schemas.js';
+import { described, errorResponses, ListQueryFields } from '../http/schemas.js';
 import { getEvent, listEvents } from './events.js';
-import { BatchBody, StoredEventSchema, TrackBody, TrackHeaders } from './schema.js';
+import {
+  BatchBody,
+  BatchResponseSchema,
+  EventListSchema,
+  StoredEventSchema,
+  TrackBody,
+  TrackHeaders,
+} from './schema.js';
 import { trackEvent } from './track.js';
 
 const BATCH_BODY_LIMIT_BYTES = 5 * 1024 * 1024;
@@ -27,10 +34,17 @@ export function registerTrackingRoutes(app: FastifyInstance): void {
       config: { rateClass: 'track' },
       schema: {
         tags: ['tracking'],
+        operationId: 'trackEvent',
         summary: 'Record one finished agent task',
         body: TrackBody,
         headers: TrackHeaders,
-        response: { 201: StoredEventSchema, ...errorResponses },
+        response: {
+          201: described(
+            'The stored event; with Idempotent-Replayed: true, the event first stored under this key',
+            StoredEventSchema,
+          ),
+          ...errorResponses,
+        },
       },
     },
     async (request, reply) => {
@@ -53,9 +67,13 @@ export function registerTrackingRoutes(app: FastifyInstance): void {
       config: { rateClass: 'none' },
       schema: {
         tags: ['tracking'],
+        operationId: 'trackBatch',
         summary: 'Record up to 500 finished agent tasks; each succeeds or fails on its own',
         body: BatchBody,
-        response: { ...errorResponses },
+        response: {
+          207: described('One result per event, in input order', BatchResponseSchema),
+          ...errorResponses,
+        },
       },
     },
     async (request, reply) => {
@@ -106,13 +124,11 @@ export function registerTrackingRoutes(app: FastifyInstance): void {
     {
       schema: {
         tags: ['tracking'],
+        operationId: 'listEvents',
         summary: 'List stored events, newest first',
         querystring: EventsQuery,
         response: {
-          200: Type.Object({
-            data: Type.Array(StoredEventSchema),
-            next_cursor: Type.Union([Type.String(), Type.Null()]),
-          }),
+          200: described('A page of events; next_cursor fetches the next one', EventListSchema),
           ...errorResponses,
         },
       },
@@ -131,9 +147,10 @@ export function registerTrackingRoutes(app: FastifyInstance): void {
     {
       schema: {
         tags: ['tracking'],
+        operationId: 'getEvent',
         summary: 'One stored event',
         params: Type.Object({ event_id: Type.String() }),
-        response: { 200: StoredEventSchema, ...errorResponses },
+        response: { 200: described('The event', StoredEventSchema), ...errorResponses },
       },
     },
     async (request) => getEvent({ ctx: orgCtx(app, request), eventId: request.params.event_id }),

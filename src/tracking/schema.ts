@@ -1,4 +1,5 @@
-import { Type, type TSchema } from '@sinclair/typebox';
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { ErrorObjectSchema, named } from '../http/schemas.js';
 
 const NonNegative = Type.Number({ minimum: 0 });
 const TokenCount = Type.Integer({ minimum: 0 });
@@ -58,7 +59,10 @@ export const StoredEventSchema = Type.Object({
   event_id: Type.String(),
   agent_id: Type.String(),
   task_type: Type.String(),
-  outcome: Type.String(),
+  outcome: named(
+    'Outcome',
+    Type.Unsafe<Outcome>({ type: 'string', enum: ['success', 'failure', 'needs_review'] }),
+  ),
   resolved_baseline_minutes: Type.Number(),
   resolved_baseline_source: Type.String({ enum: ['request', 'override', 'custom', 'builtin', 'fallback'] }),
   resolved_hourly_rate: Type.Number(),
@@ -76,3 +80,32 @@ export const StoredEventSchema = Type.Object({
   metadata: Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()]),
   received_at: Type.String({ format: 'date-time' }),
 });
+
+type Outcome = Static<typeof trackFields.outcome>;
+
+// Names in the OpenAPI document (#/components/schemas/…).
+named('TrackRequest', TrackBody);
+named('TrackBatchRequest', BatchBody);
+named('TrackBatchItem', BatchBody.properties.events.items);
+named('Event', StoredEventSchema);
+
+export const EventListSchema = named(
+  'EventList',
+  Type.Object({ data: Type.Array(StoredEventSchema), next_cursor: Nullable(Type.String()) }),
+);
+
+/** One answer of a batch, in input order: the stored event, or the error of that event alone. */
+export const BatchResultSchema = named(
+  'TrackBatchResult',
+  Type.Object({
+    status: Type.Integer({ description: '201, or the HTTP status this event alone would have had' }),
+    event: Type.Optional(StoredEventSchema),
+    replayed: Type.Optional(Type.Boolean({ description: 'true when an idempotency key replayed the event' })),
+    error: Type.Optional(ErrorObjectSchema),
+  }),
+);
+
+export const BatchResponseSchema = named(
+  'TrackBatchResponse',
+  Type.Object({ data: Type.Array(BatchResultSchema) }),
+);

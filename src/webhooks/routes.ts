@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Type, type Static } from '@sinclair/typebox';
 import { orgCtx } from '../http/app-types.js';
-import { errorResponses } from '../http/schemas.js';
+import { described, errorResponses, named } from '../http/schemas.js';
 import { listDeliveries } from './delivery-log.js';
 import {
   CreatedWebhookSchema,
@@ -34,9 +34,13 @@ export function registerWebhookRoutes(app: FastifyInstance): void {
       config,
       schema: {
         tags: ['webhooks'],
+        operationId: 'createWebhook',
         summary: 'Subscribe a URL to events; the response carries the signing secret once',
         body: CreateWebhookBody,
-        response: { 201: CreatedWebhookSchema, ...errorResponses },
+        response: {
+          201: described('The webhook with its signing secret (shown this once)', CreatedWebhookSchema),
+          ...errorResponses,
+        },
       },
     },
     async (request, reply) => {
@@ -51,9 +55,13 @@ export function registerWebhookRoutes(app: FastifyInstance): void {
       config,
       schema: {
         tags: ['webhooks'],
+        operationId: 'listWebhooks',
         summary: 'List webhooks, newest first',
         querystring: WebhookListQuery,
-        response: { 200: WebhookListSchema, ...errorResponses },
+        response: {
+          200: described('A page of webhooks; next_cursor fetches the next one', WebhookListSchema),
+          ...errorResponses,
+        },
       },
     },
     async (request) =>
@@ -64,7 +72,12 @@ export function registerWebhookRoutes(app: FastifyInstance): void {
     '/v1/webhooks/:id',
     {
       config,
-      schema: { ...base, summary: 'One webhook', response: { 200: WebhookSchema, ...errorResponses } },
+      schema: {
+        ...base,
+        operationId: 'getWebhook',
+        summary: 'One webhook',
+        response: { 200: described('The webhook', WebhookSchema), ...errorResponses },
+      },
     },
     async (request) => webhookView(await getWebhookRow({ ctx: orgCtx(app, request), id: request.params.id })),
   );
@@ -75,9 +88,10 @@ export function registerWebhookRoutes(app: FastifyInstance): void {
       config,
       schema: {
         ...base,
+        operationId: 'updateWebhook',
         summary: 'Change a webhook; status "active" reactivates it',
         body: UpdateWebhookBody,
-        response: { 200: WebhookSchema, ...errorResponses },
+        response: { 200: described('The webhook after the change', WebhookSchema), ...errorResponses },
       },
     },
     async (request) =>
@@ -90,8 +104,9 @@ export function registerWebhookRoutes(app: FastifyInstance): void {
       config,
       schema: {
         ...base,
+        operationId: 'deleteWebhook',
         summary: 'Delete a webhook; pending deliveries are canceled',
-        response: { 204: Type.Null(), ...errorResponses },
+        response: { 204: described('Deleted; no body', Type.Null()), ...errorResponses },
       },
     },
     async (request, reply) => {
@@ -106,8 +121,15 @@ export function registerWebhookRoutes(app: FastifyInstance): void {
       config,
       schema: {
         ...base,
+        operationId: 'testWebhook',
         summary: 'Send a test.ping (once, whatever the state and event types)',
-        response: { 202: Type.Object({ message_id: Type.String() }), ...errorResponses },
+        response: {
+          202: described(
+            'The ping is queued; its delivery appears in the delivery log',
+            named('TestPingResult', Type.Object({ message_id: Type.String() })),
+          ),
+          ...errorResponses,
+        },
       },
     },
     async (request, reply) => {
@@ -122,9 +144,13 @@ export function registerWebhookRoutes(app: FastifyInstance): void {
       config,
       schema: {
         ...base,
+        operationId: 'listWebhookDeliveries',
         summary: 'The delivery log: every attempt with status code, response body, error and signature',
         querystring: WebhookListQuery,
-        response: { 200: DeliveryListSchema, ...errorResponses },
+        response: {
+          200: described('A page of deliveries; next_cursor fetches the next one', DeliveryListSchema),
+          ...errorResponses,
+        },
       },
     },
     async (request) =>

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { ListQueryFields } from '../http/schemas.js';
+import { ListQueryFields, named } from '../http/schemas.js';
 import { SUBSCRIBABLE_EVENT_TYPES } from './event-types.js';
 
 const EventTypes = Type.Array(Type.Union(SUBSCRIBABLE_EVENT_TYPES.map((t) => Type.Literal(t))), {
@@ -28,14 +28,28 @@ export const UpdateWebhookBody = Type.Object(
 export const WebhookParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }) });
 export const WebhookListQuery = Type.Object(ListQueryFields, { additionalProperties: false });
 
+const EventTypeSchema = named(
+  'WebhookEventType',
+  Type.Unsafe<string>({ type: 'string', enum: [...SUBSCRIBABLE_EVENT_TYPES] }),
+);
+const Timestamp = Type.String({ format: 'date-time' });
+const NullableTimestamp = Type.Union([Timestamp, Type.Null()]);
+
 const webhookFields = {
   id: Type.String(),
   url: Type.String(),
-  event_types: Type.Array(Type.String()),
+  event_types: Type.Array(EventTypeSchema),
   description: Nullable(Type.String()),
-  status: Type.String({ description: 'active, failing or deactivated' }),
+  status: named(
+    'WebhookStatus',
+    Type.Unsafe<string>({
+      type: 'string',
+      enum: ['active', 'failing', 'deactivated'],
+      description: 'active, failing or deactivated',
+    }),
+  ),
   consecutive_failures: Type.Integer({ description: 'Failed deliveries in a row' }),
-  created_at: Type.String(),
+  created_at: Timestamp,
 };
 export const WebhookSchema = Type.Object(webhookFields);
 export const CreatedWebhookSchema = Type.Object({
@@ -55,21 +69,38 @@ const AttemptSchema = Type.Object({
   error: Nullable(Type.String()),
   signature: Nullable(Type.String({ description: 'The X-Tally-Signature header sent' })),
   duration_ms: Type.Integer(),
-  started_at: Nullable(Type.String()),
-  finished_at: Nullable(Type.String()),
+  started_at: NullableTimestamp,
+  finished_at: NullableTimestamp,
 });
 const DeliverySchema = Type.Object({
   id: Type.String(),
   message_id: Type.String(),
   event_type: Type.String(),
-  status: Type.String({ description: 'pending, succeeded, failed or canceled' }),
+  status: named(
+    'DeliveryStatus',
+    Type.Unsafe<string>({
+      type: 'string',
+      enum: ['pending', 'succeeded', 'failed', 'canceled'],
+      description: 'pending, succeeded, failed or canceled',
+    }),
+  ),
   attempt_count: Type.Integer(),
-  next_attempt_at: Nullable(Type.String()),
-  created_at: Nullable(Type.String()),
-  updated_at: Nullable(Type.String()),
+  next_attempt_at: NullableTimestamp,
+  created_at: NullableTimestamp,
+  updated_at: NullableTimestamp,
   attempts: Type.Array(AttemptSchema),
 });
 export const DeliveryListSchema = Type.Object({
   data: Type.Array(DeliverySchema),
   next_cursor: Nullable(Type.String()),
 });
+
+// Names in the OpenAPI document (#/components/schemas/…).
+named('CreateWebhookRequest', CreateWebhookBody);
+named('UpdateWebhookRequest', UpdateWebhookBody);
+named('Webhook', WebhookSchema);
+named('WebhookWithSecret', CreatedWebhookSchema);
+named('WebhookList', WebhookListSchema);
+named('DeliveryAttempt', AttemptSchema);
+named('Delivery', DeliverySchema);
+named('DeliveryList', DeliveryListSchema);

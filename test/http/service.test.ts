@@ -18,6 +18,7 @@ interface JsonSchema {
   maxLength?: number;
   required?: string[];
   properties?: Record<string, JsonSchema>;
+  $ref?: string;
 }
 
 interface OpenApiDoc {
@@ -26,7 +27,10 @@ interface OpenApiDoc {
     string,
     Record<string, { requestBody?: { content: Record<string, { schema: JsonSchema }> } }>
   >;
-  components: { securitySchemes: Record<string, { type: string; scheme: string }> };
+  components: {
+    securitySchemes: Record<string, { type: string; scheme: string }>;
+    schemas: Record<string, JsonSchema>;
+  };
   security: Record<string, string[]>[];
 }
 
@@ -107,7 +111,8 @@ describe.each(ENGINES)('service endpoints (%s)', (engine) => {
   });
 
   it('documents the track body with the schema that validates it', async () => {
-    const body = doc.paths['/v1/track']?.post?.requestBody?.content['application/json']?.schema;
+    const ref = doc.paths['/v1/track']?.post?.requestBody?.content['application/json']?.schema?.$ref;
+    const body = doc.components.schemas[ref?.replace('#/components/schemas/', '') ?? ''];
     expect(body?.required).toEqual(expect.arrayContaining(['agent_id', 'task_type', 'outcome']));
     const props = body?.properties ?? {};
     expect(Object.keys(props)).toEqual(

@@ -8,6 +8,7 @@ import { MemoryRateLimiter, type RateLimiter } from '../../src/http/rate-limit.j
 import { createOrganization, getOrganization } from '../../src/orgs/organizations.js';
 import type { Engine } from '../../src/storage/db.js';
 import { createTestStorage, type TestStorage } from './engines.js';
+import { watchResponses } from './openapi.js';
 
 export interface TestOrg {
   id: string;
@@ -54,6 +55,8 @@ export async function createHarness(engine: Engine, options: HarnessOptions = {}
     { storage, config, clock, rateLimiter: options.rateLimiter ?? new MemoryRateLimiter() },
     { logger: false },
   );
+  // Every answer of every test must be one the OpenAPI document declares (checked at close()).
+  const watched = watchResponses(app);
 
   const createOrg: Harness['createOrg'] = async (input = {}) => {
     const created = await createOrganization({
@@ -91,6 +94,11 @@ export async function createHarness(engine: Engine, options: HarnessOptions = {}
     async close() {
       await app.close();
       await storage.destroy();
+      if (watched.violations.length > 0) {
+        throw new Error(
+          `Answers the OpenAPI document does not declare: ${JSON.stringify(watched.violations.slice(0, 5))}`,
+        );
+      }
     },
   };
 }

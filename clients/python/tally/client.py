@@ -1,0 +1,276 @@
+"""The Tally API client."""
+
+from __future__ import annotations
+
+import urllib.parse
+from types import TracebackType
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Type, TypeVar, cast
+
+from ._transport import RetryPolicy, Transport, new_idempotency_key
+from .batcher import Batcher, OnError
+from .types import (
+    AuditEntry,
+    AuditLogPage,
+    DeliveryList,
+    Delivery,
+    Event,
+    EventList,
+    Leaderboard,
+    Report,
+    Settings,
+    TaskType,
+    TaskTypeList,
+    TrackBatchItem,
+    TrackBatchResponse,
+    TrackRequest,
+    Usage,
+    Webhook,
+    WebhookList,
+    WebhookWithSecret,
+)
+
+__version__ = "0.1.0"
+T = TypeVar("T")
+
+
+def _seg(value: str) -> str:
+    return urllib.parse.quote(value, safe="")
+
+
+def _report_query(query: Dict[str, Any]) -> Dict[str, Any]:
+    """``metadata={"client_id": "acme"}`` becomes the filter ``metadata.client_id=acme``."""
+    metadata = query.pop("metadata", None) or {}
+    for key, value in metadata.items():
+        query[f"metadata.{key}"] = value
+    return query
+
+
+class Tally:
+    """The Tally API.
+
+    Reads, ``track`` (with its idempotency key), batches and other idempotent writes are retried on
+    network errors, 5xx and 429 with exponential backoff and jitter, honouring Retry-After; writes
+    the service cannot deduplicate (creating a webhook or a task type, a test ping) only on 429.
+    Use it as a context manager, or call ``close()``, so buffered events are sent.
+    """
+
+    def __init__(
+        self,
+        api_key: str,
+        base_url: str = "http://127.0.0.1:8080",
+        *,
+        timeout: float = 30.0,
+        max_retries: int = 3,
+        retry_base_delay: float = 0.5,
+        retry_max_delay: float = 20.0,
+        batch_size: int = 100,
+        flush_interval: float = 1.0,
+        max_buffer_size: int = 10_000,
+        max_attempts: int = 5,
+        on_error: Optional[OnError] = None,
+    ) -> None:
+        if not api_key:
+            raise ValueError("Tally: api_key is required")
+        self._transport = Transport(
+            api_key,
+            base_url,
+            timeout,
+            RetryPolicy(max_retries, retry_base_delay, retry_max_delay),
+            f"tally-python/{__version__}",
+        )
+        self._batcher = Batcher(self, batch_size, flush_interval, max_buffer_size, max_attempts, on_error)
+
+    # plumbing
+
+    def _call(self, method: str, path: str, *, query: Optional[Mapping[str, Any]] = None, body: Any = None,
+              headers: Optional[Dict[str, str]] = None, retry: str = "all") -> Any:
+        response = self._transport.send(method, path, query=query, body=body, headers=headers, retry=retry)
+        if response.status == 204:
+            response.raw.close()
+            return None
+        return response.json()
+
+    def _pages(self, fetch: Callable[[Optional[str]], Dict[str, Any]]) -> Iterator[Any]:
+        cursor: Optional[str] = None
+        while True:
+            page = fetch(cursor)
+            yield from page["data"]
+            cursor = page.get("next_cursor")
+            if cursor is None:
+                return
+
+    # tracking
+
+    def track(self, event: TrackRequest, *, idempotency_key: Optional[str] = None) -> Event:
+        """Records one finished task. A retried call carries the same key, so it never counts twice."""
+        key = idempotency_key or new_idempotency_key()
+        return cast(Event, self._call("POST", "/v1/track", body=event, headers={"Idempotency-Key": key}))
+
+    def track_batch(self, events: Iterable[TrackBatchItem]) -> TrackBatchResponse:
+        """Records up to 500 events; each gets an idempotency key unless it has one (207 per event)."""
+        keyed = []
+        for event in events:
+            item = dict(event)
+            item.setdefault("idempotency_key", new_idempotency_key())
+            keyed.append(item)
+        return cast(TrackBatchResponse, self._call("POST", "/v1/track/batch", body={"events": keyed}))
+
+    def list_events(self, *, agent_id: Optional[str] = None, task_type: Optional[str] = None,
+                    limit: Optional[int] = None, cursor: Optional[str] = None) -> EventList:
+        query = {"agent_id": agent_id, "task_type": task_type, "limit": limit, "cursor": cursor}
+        return cast(EventList, self._call("GET", "/v1/events", query=query))
+
+    def iter_events(self, *, agent_id: Optional[str] = None, task_type: Optional[str] = None,
+                    limit: Optional[int] = None) -> Iterator[Event]:
+        """Every matching event, newest first, fetching pages as it goes."""
+        return self._pages(lambda c: cast(Dict[str, Any], self.list_events(
+            agent_id=agent_id, task_type=task_type, limit=limit, cursor=c)))
+
+    def get_event(self, event_id: str) -> Event:
+        return cast(Event, self._call("GET", f"/v1/events/{_seg(event_id)}"))
+
+    # background batching
+
+    def enqueue(self, event: TrackBatchItem) -> None:
+        """Buffers an event for /v1/track/batch, sent by size or interval from a background thread.
+
+        Raises TallyError ``buffer_full`` when ``max_buffer_size`` events wait (nothing is dropped
+        silently), ``client_closed`` after ``close()``.
+        """
+        self._batcher.enqueue(event)
+
+    def flush(self) -> None:
+        """Sends everything buffered; returns when the buffer is empty."""
+        self._batcher.flush()
+
+    def close(self) -> None:
+        """Flushes and stops the background thread."""
+        self._batcher.close()
+
+    def __enter__(self) -> "Tally":
+        return self
+
+    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        self.close()
+
+    # reports
+
+    def time_saved_report(self, **query: Any) -> Report:
+        """``period``, ``group_by``, ``sort``, ``top``, filters, ``metadata={key: value}``."""
+        return cast(Report, self._call("GET", "/v1/reports/time-saved", query=_report_query(query)))
+
+    def cost_saved_report(self, **query: Any) -> Report:
+        return cast(Report, self._call("GET", "/v1/reports/cost-saved", query=_report_query(query)))
+
+    def leaderboard(self, **query: Any) -> Leaderboard:
+        """``metric``, ``top``, ``period`` and filters."""
+        return cast(Leaderboard, self._call("GET", "/v1/reports/leaderboard", query=_report_query(query)))
+
+    def report_csv(self, report: str = "time-saved", **query: Any) -> str:
+        """A report (``time-saved``, ``cost-saved`` or ``leaderboard``) as CSV text."""
+        q = _report_query(query)
+        q["format"] = "csv"
+        response = self._transport.send("GET", f"/v1/reports/{report}", query=q, headers={"Accept": "text/csv"})
+        return response.text()
+
+    def export_report(self, chunk_size: int = 64 * 1024, **query: Any) -> Iterator[bytes]:
+        """The streamed CSV export, as chunks of UTF-8 bytes (write them to a file as they come)."""
+        response = self._transport.send(
+            "GET", "/v1/reports/export", query=_report_query(query), headers={"Accept": "text/csv"}
+        )
+
+        def chunks() -> Iterator[bytes]:
+            try:
+                while True:
+                    chunk = response.raw.read(chunk_size)
+                    if not chunk:
+                        return
+                    yield chunk
+            finally:
+                response.raw.close()
+
+        return chunks()
+
+    def usage(self) -> Usage:
+        return cast(Usage, self._call("GET", "/v1/reports/usage"))
+
+    # task types
+
+    def list_task_types(self, *, category: Optional[str] = None, include_archived: Optional[bool] = None) -> TaskTypeList:
+        query = {"category": category, "include_archived": include_archived}
+        return cast(TaskTypeList, self._call("GET", "/v1/task-types", query=query))
+
+    def create_task_type(self, key: str, display_name: str, category: str, default_baseline_minutes: float,
+                         *, baseline_source: Optional[str] = None, hourly_rate: Optional[float] = None) -> TaskType:
+        body: Dict[str, Any] = {"key": key, "display_name": display_name, "category": category,
+                                "default_baseline_minutes": default_baseline_minutes}
+        if baseline_source is not None:
+            body["baseline_source"] = baseline_source
+        if hourly_rate is not None:
+            body["hourly_rate"] = hourly_rate
+        return cast(TaskType, self._call("POST", "/v1/task-types", body=body, retry="rate_limited"))
+
+    def set_task_type_override(self, key: str, baseline_minutes_override: float, reason: Optional[str] = None) -> TaskType:
+        body: Dict[str, Any] = {"baseline_minutes_override": baseline_minutes_override}
+        if reason is not None:
+            body["reason"] = reason
+        return cast(TaskType, self._call("POST", f"/v1/task-types/{_seg(key)}/override", body=body))
+
+    def remove_task_type_override(self, key: str) -> TaskType:
+        return cast(TaskType, self._call("DELETE", f"/v1/task-types/{_seg(key)}/override", retry="rate_limited"))
+
+    def archive_task_type(self, key: str) -> TaskType:
+        return cast(TaskType, self._call("DELETE", f"/v1/task-types/{_seg(key)}", retry="rate_limited"))
+
+    # webhooks
+
+    def create_webhook(self, url: str, event_types: List[str], description: Optional[str] = None) -> WebhookWithSecret:
+        """Subscribes ``url``; the answer's ``secret`` is shown this once."""
+        body: Dict[str, Any] = {"url": url, "event_types": event_types}
+        if description is not None:
+            body["description"] = description
+        return cast(WebhookWithSecret, self._call("POST", "/v1/webhooks", body=body, retry="rate_limited"))
+
+    def list_webhooks(self, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> WebhookList:
+        return cast(WebhookList, self._call("GET", "/v1/webhooks", query={"limit": limit, "cursor": cursor}))
+
+    def iter_webhooks(self, *, limit: Optional[int] = None) -> Iterator[Webhook]:
+        return self._pages(lambda c: cast(Dict[str, Any], self.list_webhooks(limit=limit, cursor=c)))
+
+    def get_webhook(self, webhook_id: str) -> Webhook:
+        return cast(Webhook, self._call("GET", f"/v1/webhooks/{_seg(webhook_id)}"))
+
+    def update_webhook(self, webhook_id: str, **changes: Any) -> Webhook:
+        """``url``, ``event_types``, ``description`` or ``status="active"`` (reactivates)."""
+        return cast(Webhook, self._call("PATCH", f"/v1/webhooks/{_seg(webhook_id)}", body=changes))
+
+    def delete_webhook(self, webhook_id: str) -> None:
+        self._call("DELETE", f"/v1/webhooks/{_seg(webhook_id)}", retry="rate_limited")
+
+    def test_webhook(self, webhook_id: str) -> Dict[str, str]:
+        """Queues a ``test.ping``; returns ``{"message_id": ...}``."""
+        return cast(Dict[str, str], self._call("POST", f"/v1/webhooks/{_seg(webhook_id)}/test", retry="rate_limited"))
+
+    def list_webhook_deliveries(self, webhook_id: str, *, limit: Optional[int] = None,
+                                cursor: Optional[str] = None) -> DeliveryList:
+        path = f"/v1/webhooks/{_seg(webhook_id)}/deliveries"
+        return cast(DeliveryList, self._call("GET", path, query={"limit": limit, "cursor": cursor}))
+
+    def iter_webhook_deliveries(self, webhook_id: str, *, limit: Optional[int] = None) -> Iterator[Delivery]:
+        return self._pages(lambda c: cast(Dict[str, Any], self.list_webhook_deliveries(webhook_id, limit=limit, cursor=c)))
+
+    # settings and the audit log
+
+    def get_settings(self) -> Settings:
+        return cast(Settings, self._call("GET", "/v1/settings"))
+
+    def update_settings(self, **patch: Any) -> Settings:
+        """Any of ``name``, ``currency``, ``default_hourly_rate``, ``category_hourly_rates``, ..."""
+        return cast(Settings, self._call("PATCH", "/v1/settings", body=patch))
+
+    def list_audit_log(self, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> AuditLogPage:
+        return cast(AuditLogPage, self._call("GET", "/v1/audit-log", query={"limit": limit, "cursor": cursor}))
+
+    def iter_audit_log(self, *, limit: Optional[int] = None) -> Iterator[AuditEntry]:
+        return self._pages(lambda c: cast(Dict[str, Any], self.list_audit_log(limit=limit, cursor=c)))

@@ -1,0 +1,239 @@
+"""Shapes of the API's requests and answers (mirroring the service's /openapi.json components)."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Literal, Optional, TypedDict, Union
+
+Outcome = Literal["success", "failure", "needs_review"]
+Category = Literal["support", "ops", "sales", "legal", "content", "research", "data", "dev"]
+
+
+class _TrackRequired(TypedDict):
+    agent_id: str
+    task_type: str
+    outcome: Outcome
+
+
+class TrackRequest(_TrackRequired, total=False):
+    """Body of ``POST /v1/track``."""
+
+    agent_duration_seconds: float
+    agent_cost: float
+    model: str
+    tokens_in: int
+    tokens_out: int
+    human_baseline_minutes: float
+    metadata: Dict[str, Any]
+    audit_sample: Dict[str, Any]
+    occurred_at: str
+
+
+class TrackBatchItem(TrackRequest, total=False):
+    idempotency_key: str
+
+
+class Event(TypedDict):
+    """A stored event, as track, list and get answer it."""
+
+    event_id: str
+    agent_id: str
+    task_type: str
+    outcome: Outcome
+    resolved_baseline_minutes: float
+    resolved_baseline_source: Literal["request", "override", "custom", "builtin", "fallback"]
+    resolved_hourly_rate: float
+    currency: str
+    agent_duration_seconds: Optional[float]
+    hours_saved: float
+    cost_saved: float
+    agent_cost: Optional[float]
+    resolved_cost_source: Literal["provided", "computed", "none"]
+    net_saved: float
+    occurred_at: str
+    model: Optional[str]
+    tokens_in: Optional[int]
+    tokens_out: Optional[int]
+    metadata: Optional[Dict[str, Any]]
+    received_at: str
+
+
+class ErrorObject(TypedDict, total=False):
+    code: str
+    message: str
+    details: List[Dict[str, str]]
+    request_id: str
+
+
+class TrackBatchResult(TypedDict, total=False):
+    status: int
+    event: Event
+    replayed: bool
+    error: ErrorObject
+
+
+class TrackBatchResponse(TypedDict):
+    data: List[TrackBatchResult]
+
+
+class EventList(TypedDict):
+    data: List[Event]
+    next_cursor: Optional[str]
+
+
+ReportMeta = TypedDict(
+    "ReportMeta",
+    {
+        "period": str,
+        "range": Dict[str, str],
+        "group_by": List[str],
+        "sort": str,
+        "total_groups": int,
+    },
+)
+
+
+class ReportRow(TypedDict):
+    group: Dict[str, Optional[str]]
+    events: int
+    hours_saved: float
+    cost_saved: float
+    agent_cost: float
+    net_saved: float
+
+
+class LeaderboardRow(ReportRow):
+    rank: int
+
+
+class Report(TypedDict):
+    meta: ReportMeta
+    currency: str
+    rows: List[ReportRow]
+
+
+class Leaderboard(TypedDict):
+    meta: ReportMeta
+    currency: str
+    rows: List[LeaderboardRow]
+
+
+class Usage(TypedDict):
+    plan: str
+    currency: str
+    month: str
+    events_this_month: int
+    events_included_in_plan: int
+    overage_events: int
+    lifetime_events: int
+    projected_overage_eur: Optional[float]
+
+
+class TaskTypeOverride(TypedDict):
+    baseline_minutes_override: float
+    original_baseline_minutes: float
+    reason: Optional[str]
+    updated_at: str
+
+
+class TaskType(TypedDict):
+    key: str
+    display_name: str
+    category: Category
+    kind: Literal["builtin", "custom"]
+    status: Literal["active", "archived"]
+    default_baseline_minutes: float
+    effective_baseline_minutes: float
+    baseline_source: Optional[str]
+    hourly_rate: Optional[float]
+    override: Optional[TaskTypeOverride]
+    created_at: Optional[str]
+
+
+class TaskTypeList(TypedDict):
+    data: List[TaskType]
+
+
+class Settings(TypedDict):
+    organization_id: str
+    plan: str
+    name: str
+    currency: str
+    default_hourly_rate: float
+    category_hourly_rates: Dict[str, float]
+    outcome_credit: Dict[str, float]
+    fallback_baseline_minutes: Optional[float]
+    usd_exchange_rate: Optional[float]
+    admin_emails: List[str]
+
+
+class Webhook(TypedDict):
+    id: str
+    url: str
+    event_types: List[str]
+    description: Optional[str]
+    status: Literal["active", "failing", "deactivated"]
+    consecutive_failures: int
+    created_at: str
+
+
+class WebhookWithSecret(Webhook):
+    secret: str
+
+
+class WebhookList(TypedDict):
+    data: List[Webhook]
+    next_cursor: Optional[str]
+
+
+class DeliveryAttempt(TypedDict):
+    attempt: int
+    succeeded: bool
+    status_code: Optional[int]
+    response_body: Optional[str]
+    error: Optional[str]
+    signature: Optional[str]
+    duration_ms: int
+    started_at: Optional[str]
+    finished_at: Optional[str]
+
+
+class Delivery(TypedDict):
+    id: str
+    message_id: str
+    event_type: str
+    status: Literal["pending", "succeeded", "failed", "canceled"]
+    attempt_count: int
+    next_attempt_at: Optional[str]
+    created_at: Optional[str]
+    updated_at: Optional[str]
+    attempts: List[DeliveryAttempt]
+
+
+class DeliveryList(TypedDict):
+    data: List[Delivery]
+    next_cursor: Optional[str]
+
+
+class AuditEntry(TypedDict):
+    id: str
+    at: str
+    actor_key_id: Optional[str]
+    action: str
+    target: str
+    before: Any
+    after: Any
+    reason: Optional[str]
+
+
+class AuditLogPage(TypedDict):
+    data: List[AuditEntry]
+    next_cursor: Optional[str]
+
+
+class WebhookEnvelope(TypedDict):
+    """The body of every delivery: ``data`` is an Event for ``event.created``."""
+
+    id: str
+    type: Literal["event.created", "agent.first_event", "weekly.digest", "test.ping"]
+    created_at: str
+    data: Union[Event, Dict[str, Any]]

@@ -1,0 +1,368 @@
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Tally, TallyError, verifyWebhook, type TrackBatchItem } from '../../clients/typescript/src/index.js';
+import { CLIENT_TYPES_FILE, generateClientTypes } from '../../scripts/generate-client-types.js';
+import { tempFile } from '../support/temp.js';
+import { startDroppingProxy, startReceiver, startTally, type Served } from './service.js';
+
+const README = fileURLToPath(new URL('../../clients/typescript/README.md', import.meta.url));
+const CLIENT_ENTRY = pathToFileURL(
+  fileURLToPath(new URL('../../clients/typescript/src/index.ts', import.meta.url)),
+).href;
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+/** The fenced blocks of one language in a Markdown file. */
+export function codeBlocks(markdown: string, language: string): string[] {
+  return [...markdown.matchAll(/^```(\w+)\n([\s\S]*?)^```$/gm)]
+    .filter((m) => m[1] === language)
+    .map((m) => m[2] ?? '');
+}
+
+function runExample(file: string, env: Record<string, string>): Promise<{ code: number; output: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', file],
+      { cwd: ROOT, env: { ...process.env, ...env }, timeout: 60_000 },
+      (error, stdout, stderr) => {
+        resolve({
+          code: error ? (typeof error.code === 'number' ? error.code : -1) : 0,
+          output: stdout + stderr,
+        });
+      },
+    );
+  });
+}
+
+const TRACK = { agent_id: 'ts-bot', task_type: 'support_ticket_reply', outcome: 'success' } as const;
+
+async function raw(served: Served, path: string, apiKey = served.apiKey) {
+  const res = await fetch(`${served.baseUrl}${path}`, { headers: { authorization: `Bearer ${apiKey}` } });
+  return res.json() as Promise<unknown>;
+}
+
+/** A report without its `meta.range`, which moves with the clock between two calls. */
+function timeless(report: unknown) {
+  const { meta, ...rest } = report as { meta: { range: unknown } };
+  const { range: _range, ...stable } = meta;
+  return { ...rest, meta: stable };
+}
+
+describe('the generated client types', () => {
+  it('are what `npm run clients:generate` writes from the current document', async () => {
+    const committed = readFileSync(CLIENT_TYPES_FILE, 'utf8');
+    expect(committed === (await generateClientTypes()), 'run npm run clients:generate and commit').toBe(true);
+  });
+});
+
+describe('the TypeScript client on a failing network', () => {
+  it('retries a 503 with the same idempotency key, and gives up with the last error', async () => {
+    const keys: (string | undefined)[] = [];
+    const server = createServer((req, res) => {
+      keys.push(req.headers['idempotency-key'] as string | undefined);
+      if (keys.length === 1) {
+        res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '0' });
+        res.end(
+          JSON.stringify({ error: { code: 'service_unavailable', message: 'down', request_id: 'req_1' } }),
+        );
+      } else {
+        res.writeHead(201, { 'content-type': 'application/json' }).end('{"event_id":"evt_1"}');
+      }
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      const tally = new Tally({ apiKey: 'tally_live_x', baseUrl, retryBaseDelayMs: 10 });
+      expect((await tally.track(TRACK)).event_id).toBe('evt_1');
+      expect(keys).toHaveLength(2);
+      expect(keys[0]).toMatch(/^tally-js-/);
+      expect(keys[1]).toBe(keys[0]);
+      keys.length = 0;
+      const once = new Tally({ apiKey: 'tally_live_x', baseUrl, maxRetries: 0 });
+      await expect(once.track(TRACK)).rejects.toMatchObject({
+        code: 'service_unavailable',
+        status: 503,
+        requestId: 'req_1',
+      });
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+
+  it('times out a server that never answers', async () => {
+    const sockets: Socket[] = [];
+    const silent = createTcpServer((socket) => sockets.push(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const baseUrl = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+    try {
+      const tally = new Tally({
+        apiKey: 'tally_live_x',
+        baseUrl,
+        timeoutMs: 200,
+        maxRetries: 1,
+        retryBaseDelayMs: 10,
+      });
+      await expect(tally.usage()).rejects.toMatchObject({ code: 'timeout', status: 0 });
+      expect(sockets.length).toBe(2);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => silent.close(() => resolve()));
+    }
+  });
+});
+
+describe('the TypeScript client against tally serve', () => {
+  let served: Served;
+  let tally: Tally;
+  beforeAll(async () => {
+    served = await startTally();
+    tally = new Tally({ apiKey: served.apiKey, baseUrl: served.baseUrl, retryBaseDelayMs: 50 });
+  });
+  afterAll(async () => served?.stop());
+
+  it('tracks with a generated key, with the caller key (replayed, not counted twice), and reads it back', async () => {
+    const event = await tally.track({ ...TRACK, agent_id: 'keys' });
+    expect(event.event_id).toMatch(/^evt_/);
+    expect(event.hours_saved).toBeGreaterThan(0);
+    const first = await tally.track({ ...TRACK, agent_id: 'keys' }, { idempotencyKey: 'job-42' });
+    const again = await tally.track({ ...TRACK, agent_id: 'keys' }, { idempotencyKey: 'job-42' });
+    expect(again.event_id).toBe(first.event_id);
+    const listed = await tally.events.list({ agent_id: 'keys' });
+    expect(listed.data).toHaveLength(2);
+    expect(await tally.events.get(event.event_id)).toEqual(event);
+  });
+
+  it('throws one typed error with code, status, message, request id and details', async () => {
+    const error = await tally.track({ ...TRACK, outcome: 'great' as 'success' }).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(TallyError);
+    const e = error as TallyError;
+    expect([e.code, e.status]).toEqual(['validation_error', 422]);
+    expect(e.requestId).toMatch(/^req_/);
+    expect(e.details[0]?.path).toBe('/body/outcome');
+    const missing = await tally.events.get('evt_nope').catch((x: TallyError) => x);
+    expect(missing).toMatchObject({ code: 'not_found', status: 404 });
+    const wrongKey = new Tally({ apiKey: 'tally_live_nope', baseUrl: served.baseUrl });
+    await expect(wrongKey.settings.get()).rejects.toMatchObject({ code: 'invalid_api_key', status: 401 });
+  });
+
+  it('retries a track whose answer was lost and creates exactly one event', async () => {
+    const proxy = await startDroppingProxy(served.baseUrl, 1);
+    try {
+      const viaProxy = new Tally({ apiKey: served.apiKey, baseUrl: proxy.url, retryBaseDelayMs: 50 });
+      const event = await viaProxy.track({ ...TRACK, agent_id: 'lost-answer' });
+      expect(proxy.dropped()).toBe(1);
+      const listed = await tally.events.list({ agent_id: 'lost-answer' });
+      expect(listed.data.map((e) => e.event_id)).toEqual([event.event_id]);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('waits out 429s (Retry-After) on a plan with a low track rate, and surfaces them without retries', async () => {
+    const freeKey = await served.createOrg('free');
+    let limited = 0;
+    const counting: typeof fetch = async (input, init) => {
+      const res = await fetch(input, init);
+      if (res.status === 429) limited++;
+      return res;
+    };
+    const free = new Tally({ apiKey: freeKey, baseUrl: served.baseUrl, fetch: counting, maxRetries: 8 });
+    const events = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => free.track({ ...TRACK, agent_id: `rl-${i}` })),
+    );
+    expect(new Set(events.map((e) => e.event_id)).size).toBe(10);
+    expect(limited).toBeGreaterThan(0);
+    expect((await free.events.list({ limit: 100 })).data).toHaveLength(10);
+    const impatient = new Tally({ apiKey: freeKey, baseUrl: served.baseUrl, maxRetries: 0 });
+    const results = await Promise.allSettled(Array.from({ length: 10 }, () => impatient.track(TRACK)));
+    const rejected = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+    expect(rejected.length).toBeGreaterThan(0);
+    expect(rejected[0]?.reason).toMatchObject({ code: 'rate_limited', status: 429 });
+  });
+
+  it('batches in the background, retries rate-limited items, reports rejected ones and never drops silently', async () => {
+    const freeKey = await served.createOrg('free');
+    const rejected: { event: TrackBatchItem; code: string }[] = [];
+    const batching = new Tally({
+      apiKey: freeKey,
+      baseUrl: served.baseUrl,
+      batch: {
+        maxBatchSize: 4,
+        flushIntervalMs: 50,
+        maxAttempts: 20,
+        onError: (event, error) => rejected.push({ event, code: error.code }),
+      },
+    });
+    for (let i = 0; i < 6; i++) batching.enqueue({ ...TRACK, agent_id: `batch-${i}` });
+    batching.enqueue({ ...TRACK, agent_id: 'batch-bad', task_type: 'no_such_type' });
+    batching.enqueue({ ...TRACK, agent_id: 'batch-bad', occurred_at: 'yesterday' });
+    await batching.shutdown();
+    expect(rejected.map((r) => r.code).sort()).toEqual(['unknown_task_type', 'validation_error']);
+    expect(rejected.every((r) => r.event.agent_id === 'batch-bad')).toBe(true);
+    // The Free track rate is 2/s: most of the 6 good events were rate-limited at first and sent again.
+    const stored = await new Tally({ apiKey: freeKey, baseUrl: served.baseUrl }).events.list({ limit: 100 });
+    expect(stored.data.map((e) => e.agent_id).sort()).toEqual(
+      Array.from({ length: 6 }, (_, i) => `batch-${i}`),
+    );
+    expect(() => batching.enqueue(TRACK)).toThrow(expect.objectContaining({ code: 'client_closed' }));
+
+    const small = new Tally({
+      apiKey: freeKey,
+      baseUrl: served.baseUrl,
+      batch: { maxBufferSize: 2, maxBatchSize: 10, flushIntervalMs: 60_000 },
+    });
+    small.enqueue(TRACK);
+    small.enqueue(TRACK);
+    expect(() => small.enqueue(TRACK)).toThrow(expect.objectContaining({ code: 'buffer_full' }));
+    await small.shutdown();
+  });
+
+  it('sends a direct batch with keys, so a retried batch counts each event once', async () => {
+    const items = [
+      { ...TRACK, agent_id: 'direct', idempotency_key: 'd-1' },
+      { ...TRACK, agent_id: 'direct', task_type: 'nope' },
+    ];
+    const first = await tally.trackBatch(items);
+    expect(first.data.map((d) => d.status)).toEqual([201, 422]);
+    const again = await tally.trackBatch(items.slice(0, 1));
+    expect(again.data[0]?.event?.event_id).toBe(first.data[0]?.event?.event_id);
+  });
+
+  it('returns reports equal to the API JSON, CSV text and the export as a stream', async () => {
+    for (let i = 0; i < 3; i++)
+      await tally.track({ ...TRACK, agent_id: `report-${i}`, metadata: { client_id: 'acme' } });
+    const query = '?period=30d&group_by=agent,task_type&sort=cost_saved';
+    expect(
+      timeless(
+        await tally.reports.timeSaved({ period: '30d', group_by: 'agent,task_type', sort: 'cost_saved' }),
+      ),
+    ).toEqual(timeless(await raw(served, `/v1/reports/time-saved${query}`)));
+    expect(timeless(await tally.reports.costSaved({ group_by: 'client' }))).toEqual(
+      timeless(await raw(served, '/v1/reports/cost-saved?group_by=client')),
+    );
+    expect(timeless(await tally.reports.leaderboard({ metric: 'events', top: 2 }))).toEqual(
+      timeless(await raw(served, '/v1/reports/leaderboard?metric=events&top=2')),
+    );
+    const filtered = await tally.reports.timeSaved({ group_by: 'agent', metadata: { client_id: 'acme' } });
+    expect(timeless(filtered)).toEqual(
+      timeless(await raw(served, '/v1/reports/time-saved?group_by=agent&metadata.client_id=acme')),
+    );
+    expect(filtered.rows).toHaveLength(3);
+    expect(await tally.usage()).toEqual(await raw(served, '/v1/reports/usage'));
+    const csv = await tally.reports.csv('time-saved', { group_by: 'agent' });
+    expect(csv.split('\r\n')[0] ?? csv.split('\n')[0]).toMatch(/^agent_id,events,hours_saved/);
+    const stream = await tally.reports.export({ group_by: 'agent' });
+    const text = await new Response(stream).text();
+    expect(text).toBe(csv);
+  });
+
+  it('manages task types, settings, webhooks and reads the audit log', async () => {
+    const custom = await tally.taskTypes.create({
+      key: 'ts_custom',
+      display_name: 'A custom task',
+      category: 'ops',
+      default_baseline_minutes: 12,
+    });
+    expect(custom.kind).toBe('custom');
+    expect(
+      (
+        await tally.taskTypes.setOverride('support_ticket_reply', {
+          baseline_minutes_override: 9,
+          reason: 'measured',
+        })
+      ).override?.baseline_minutes_override,
+    ).toBe(9);
+    expect((await tally.taskTypes.removeOverride('support_ticket_reply')).override).toBeNull();
+    expect((await tally.taskTypes.archive('ts_custom')).status).toBe('archived');
+    const types = await tally.taskTypes.list({ category: 'ops', include_archived: true });
+    expect(types.data.some((t) => t.key === 'ts_custom')).toBe(true);
+    const settings = await tally.settings.update({ category_hourly_rates: { dev: 90 } });
+    expect(settings.category_hourly_rates.dev).toBe(90);
+    expect(await tally.settings.get()).toEqual(settings);
+    const hook = await tally.webhooks.create({
+      url: 'http://127.0.0.1:9/none',
+      event_types: ['weekly.digest'],
+    });
+    expect(hook.secret).toMatch(/^whsec_/);
+    expect((await tally.webhooks.update(hook.id, { description: 'x' })).description).toBe('x');
+    expect((await tally.webhooks.get(hook.id)).id).toBe(hook.id);
+    const ids: string[] = [];
+    for await (const w of tally.webhooks.iterate({ limit: 1 })) ids.push(w.id);
+    expect(ids).toContain(hook.id);
+    await tally.webhooks.delete(hook.id);
+    const actions: string[] = [];
+    for await (const entry of tally.auditLog.iterate({ limit: 2 })) actions.push(entry.action);
+    expect(actions.length).toBeGreaterThanOrEqual(5);
+    let count = 0;
+    for await (const event of tally.events.iterate({ limit: 3 })) if (event.event_id) count++;
+    expect(count).toBeGreaterThan(5);
+  });
+
+  it('verifies a real delivery from a real receiver, and rejects a tampered and a stale one', async () => {
+    const receiver = await startReceiver();
+    try {
+      const hook = await tally.webhooks.create({ url: receiver.url, event_types: ['event.created'] });
+      const event = await tally.track({ ...TRACK, agent_id: 'webhook-ts' });
+      const delivery = await receiver.waitFor((d) => d.body.includes(event.event_id));
+      const envelope = await verifyWebhook(delivery.body, delivery.headers, hook.secret);
+      expect(envelope.type).toBe('event.created');
+      if (envelope.type === 'event.created') expect(envelope.data.event_id).toBe(event.event_id);
+      // The Standard Webhooks headers alone verify too.
+      const { 'x-tally-signature': _tally, ...standardOnly } = delivery.headers;
+      expect((await verifyWebhook(delivery.body, standardOnly, hook.secret)).id).toBe(envelope.id);
+      expect(
+        (
+          await verifyWebhook(
+            new TextEncoder().encode(delivery.body),
+            new Headers(standardOnly as Record<string, string>),
+            hook.secret,
+          )
+        ).id,
+      ).toBe(envelope.id);
+
+      const tampered = delivery.body.replace('"webhook-ts"', '"webhook-tx"');
+      await expect(verifyWebhook(tampered, delivery.headers, hook.secret)).rejects.toMatchObject({
+        code: 'invalid_signature',
+      });
+      await expect(verifyWebhook(tampered, standardOnly, hook.secret)).rejects.toMatchObject({
+        code: 'invalid_signature',
+      });
+      await expect(verifyWebhook(delivery.body, delivery.headers, 'whsec_d3Jvbmc=')).rejects.toMatchObject({
+        code: 'invalid_signature',
+      });
+      const sixMinutesLater = Date.now() + 6 * 60 * 1000;
+      await expect(
+        verifyWebhook(delivery.body, delivery.headers, hook.secret, { now: sixMinutesLater }),
+      ).rejects.toMatchObject({ code: 'stale_signature' });
+      await expect(
+        verifyWebhook(delivery.body, standardOnly, hook.secret, { now: sixMinutesLater }),
+      ).rejects.toMatchObject({ code: 'stale_signature' });
+
+      await tally.webhooks.test(hook.id);
+      const ping = await receiver.waitFor((d) => d.body.includes('"test.ping"'));
+      expect((await verifyWebhook(ping.body, ping.headers, hook.secret)).type).toBe('test.ping');
+      const deliveries = await tally.webhooks.deliveries(hook.id);
+      expect(deliveries.data.length).toBeGreaterThanOrEqual(2);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('runs every example of the README', { timeout: 180_000 }, async () => {
+    const blocks = codeBlocks(readFileSync(README, 'utf8'), 'ts');
+    expect(blocks.length).toBeGreaterThanOrEqual(5);
+    for (const [i, block] of blocks.entries()) {
+      const code = block.replaceAll("'@tally/client'", `'${CLIENT_ENTRY}'`);
+      const file = tempFile('tally-readme-', `example-${i}.mts`, code);
+      const result = await runExample(file, { TALLY_URL: served.baseUrl, TALLY_API_KEY: served.apiKey });
+      expect(result.code, `example ${i}:\n${block}\n${result.output}`).toBe(0);
+    }
+  });
+});

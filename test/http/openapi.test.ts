@@ -1,0 +1,307 @@
+import { Validator } from '@seriousme/openapi-schema-validator';
+import type { InjectOptions } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ERROR_STATUS } from '../../src/errors.js';
+import { createHarness, type Harness, type TestOrg } from '../support/harness.js';
+import { responseChecker, type OpenApiDocument } from '../support/openapi.js';
+
+const TRACK = { agent_id: 'bot-1', task_type: 'support_ticket_reply', outcome: 'success' };
+
+describe('the OpenAPI document', () => {
+  let h: Harness;
+  let doc: OpenApiDocument;
+  let checker: ReturnType<typeof responseChecker>;
+  let free: TestOrg;
+
+  /** One request, checked against the document (`path` is the document's template). */
+  async function call(path: string, options: InjectOptions & { apiKey?: string | null }) {
+    const res = await h.request(options);
+    checker.check(res, options.method ?? 'GET', path);
+    return res;
+  }
+
+  beforeAll(async () => {
+    h = await createHarness('sqlite', { env: { TALLY_WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' } });
+    free = await h.createOrg({ plan: 'free' });
+    doc = (await h.request({ method: 'GET', url: '/openapi.json', apiKey: null })).json<OpenApiDocument>();
+    checker = responseChecker(doc);
+  });
+  afterAll(async () => h.close());
+
+  it('is a valid OpenAPI 3.1 document', async () => {
+    const result = await new Validator().validate(doc as Parameters<Validator['validate']>[0]);
+    expect(result.errors).toBeUndefined();
+    expect(result.valid).toBe(true);
+    expect(doc.openapi).toBe('3.1.0');
+    expect(doc.servers).toEqual([expect.objectContaining({ url: expect.stringMatching(/^http/) })]);
+  });
+
+  it('names every operation and its schemas, and declares what generators need', () => {
+    const ids: string[] = [];
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, operation] of Object.entries(item)) {
+        expect(operation.operationId, `${method} ${path}`).toMatch(/^[a-z][A-Za-z]+$/);
+        ids.push(operation.operationId);
+        for (const [status, response] of Object.entries(operation.responses)) {
+          expect(response.description, `${operation.operationId} ${status}`).not.toBe('Default Response');
+          expect(Object.keys(response), `${operation.operationId} ${status}`).toContain('headers');
+          if (status.startsWith('4') || status.startsWith('5')) {
+            expect(response.content).toEqual({
+              'application/json': { schema: { $ref: '#/components/schemas/Error' } },
+            });
+          }
+        }
+      }
+    }
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(ids).toEqual(expect.arrayContaining(['trackEvent', 'trackBatch', 'listEvents', 'getEvent']));
+    const components = doc.components as {
+      schemas: Record<string, { enum?: string[] }>;
+      headers: Record<string, unknown>;
+    };
+    for (const name of ['Event', 'TrackRequest', 'Webhook', 'Report', 'ReportRow', 'Error', 'TaskType'])
+      expect(components.schemas).toHaveProperty(name);
+    for (const name of ['Settings', 'Usage', 'Outcome', 'Category', 'WebhookStatus', 'DeliveryStatus'])
+      expect(components.schemas).toHaveProperty(name);
+    expect(components.schemas.ErrorCode?.enum?.sort()).toEqual(Object.keys(ERROR_STATUS).sort());
+    expect(Object.keys(components.headers).sort()).toEqual(
+      [
+        'Idempotent-Replayed',
+        'RateLimit-Limit',
+        'RateLimit-Remaining',
+        'RateLimit-Reset',
+        'Retry-After',
+        'X-Request-Id',
+      ].sort(),
+    );
+    const text = JSON.stringify(doc);
+    expect(text).not.toContain('x-tally-component');
+    expect(text).not.toContain('x-response-description');
+    const limit = (
+      doc.paths['/v1/events']?.get as unknown as { parameters: { name: string }[] }
+    ).parameters.find((p) => p.name === 'limit');
+    expect(limit).toMatchObject({ required: false, schema: { default: 50 } });
+    expect(Object.keys(doc.paths['/v1/reports/export']?.get?.responses['200']?.content ?? {})).toEqual([
+      'text/csv',
+    ]);
+  });
+
+  it('declares every live answer of every endpoint, success and error', async () => {
+    // Tracking
+    const tracked = await call('/v1/track', {
+      method: 'POST',
+      url: '/v1/track',
+      payload: { ...TRACK, metadata: { client_id: 'acme' } },
+      headers: { 'idempotency-key': 'k-1' },
+    });
+    expect(tracked.statusCode).toBe(201);
+    const event = tracked.json<{ event_id: string }>();
+    const replay = await call('/v1/track', {
+      method: 'POST',
+      url: '/v1/track',
+      payload: { ...TRACK, metadata: { client_id: 'acme' } },
+      headers: { 'idempotency-key': 'k-1' },
+    });
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(
+      (await call('/v1/track', { method: 'POST', url: '/v1/track', payload: { ...TRACK, outcome: 'x' } }))
+        .statusCode,
+    ).toBe(422);
+    expect(
+      (await call('/v1/track', { method: 'POST', url: '/v1/track', payload: TRACK, apiKey: null }))
+        .statusCode,
+    ).toBe(401);
+    const batch = await call('/v1/track/batch', {
+      method: 'POST',
+      url: '/v1/track/batch',
+      payload: {
+        events: [TRACK, { ...TRACK, task_type: 'no_such_type' }, { ...TRACK, idempotency_key: 'k-1' }],
+      },
+    });
+    expect(batch.statusCode).toBe(207);
+    expect(batch.json<{ data: { status: number }[] }>().data.map((d) => d.status)).toEqual([201, 422, 201]);
+    expect(
+      (await call('/v1/track/batch', { method: 'POST', url: '/v1/track/batch', payload: { events: [] } }))
+        .statusCode,
+    ).toBe(422);
+    expect((await call('/v1/events', { method: 'GET', url: '/v1/events?limit=1' })).statusCode).toBe(200);
+    expect((await call('/v1/events', { method: 'GET', url: '/v1/events?limit=0' })).statusCode).toBe(422);
+    expect(
+      (await call('/v1/events/{event_id}', { method: 'GET', url: `/v1/events/${event.event_id}` }))
+        .statusCode,
+    ).toBe(200);
+    expect(
+      (await call('/v1/events/{event_id}', { method: 'GET', url: '/v1/events/evt_nope' })).statusCode,
+    ).toBe(404);
+
+    // Task types and the audit log
+    expect((await call('/v1/task-types', { method: 'GET', url: '/v1/task-types' })).statusCode).toBe(200);
+    expect(
+      (await call('/v1/task-types', { method: 'GET', url: '/v1/task-types?category=nope' })).statusCode,
+    ).toBe(422);
+    const custom = {
+      key: 'invoice_check',
+      display_name: 'Check an invoice',
+      category: 'ops',
+      default_baseline_minutes: 7,
+    };
+    expect(
+      (await call('/v1/task-types', { method: 'POST', url: '/v1/task-types', payload: custom })).statusCode,
+    ).toBe(201);
+    expect(
+      (await call('/v1/task-types', { method: 'POST', url: '/v1/task-types', payload: { key: 'X' } }))
+        .statusCode,
+    ).toBe(422);
+    const override = '/v1/task-types/{key}/override';
+    const overridePayload = { baseline_minutes_override: 9, reason: 'measured' };
+    expect(
+      (
+        await call(override, {
+          method: 'POST',
+          url: '/v1/task-types/support_ticket_reply/override',
+          payload: overridePayload,
+        })
+      ).statusCode,
+    ).toBe(200);
+    expect(
+      (
+        await call(override, {
+          method: 'POST',
+          url: '/v1/task-types/nope/override',
+          payload: overridePayload,
+        })
+      ).statusCode,
+    ).toBe(404);
+    expect(
+      (await call(override, { method: 'DELETE', url: '/v1/task-types/support_ticket_reply/override' }))
+        .statusCode,
+    ).toBe(200);
+    expect(
+      (await call(override, { method: 'DELETE', url: '/v1/task-types/support_ticket_reply/override' }))
+        .statusCode,
+    ).toBe(404);
+    expect(
+      (await call('/v1/task-types/{key}', { method: 'DELETE', url: '/v1/task-types/invoice_check' }))
+        .statusCode,
+    ).toBe(200);
+    expect(
+      (await call('/v1/task-types/{key}', { method: 'DELETE', url: '/v1/task-types/support_ticket_reply' }))
+        .statusCode,
+    ).toBe(409);
+    expect((await call('/v1/audit-log', { method: 'GET', url: '/v1/audit-log' })).statusCode).toBe(200);
+    expect(
+      (await call('/v1/audit-log', { method: 'GET', url: '/v1/audit-log', apiKey: free.apiKey })).statusCode,
+    ).toBe(403);
+
+    // Settings
+    const settings = await call('/v1/settings', { method: 'GET', url: '/v1/settings' });
+    expect(Object.keys(settings.json()).sort()).toEqual(
+      [
+        'organization_id',
+        'plan',
+        'name',
+        'currency',
+        'default_hourly_rate',
+        'category_hourly_rates',
+        'outcome_credit',
+        'fallback_baseline_minutes',
+        'usd_exchange_rate',
+        'admin_emails',
+      ].sort(),
+    );
+    expect(
+      (await call('/v1/settings', { method: 'GET', url: '/v1/settings', apiKey: 'tally_live_bad' }))
+        .statusCode,
+    ).toBe(401);
+    const patched = await call('/v1/settings', {
+      method: 'PATCH',
+      url: '/v1/settings',
+      payload: { category_hourly_rates: { ops: 70 }, fallback_baseline_minutes: 5 },
+    });
+    expect(patched.json()).toMatchObject({
+      category_hourly_rates: { ops: 70 },
+      fallback_baseline_minutes: 5,
+    });
+    expect(
+      (await call('/v1/settings', { method: 'PATCH', url: '/v1/settings', payload: { nope: 1 } })).statusCode,
+    ).toBe(422);
+
+    // Reports, as JSON and as CSV
+    for (const path of ['/v1/reports/time-saved', '/v1/reports/cost-saved', '/v1/reports/leaderboard']) {
+      expect((await call(path, { method: 'GET', url: `${path}?period=30d` })).statusCode).toBe(200);
+      expect((await call(path, { method: 'GET', url: `${path}?format=csv` })).statusCode).toBe(200);
+      expect((await call(path, { method: 'GET', url: `${path}?period=1y` })).statusCode).toBe(422);
+      expect((await call(path, { method: 'GET', url: path, apiKey: free.apiKey })).statusCode).toBe(403);
+    }
+    expect(
+      (await call('/v1/reports/export', { method: 'GET', url: '/v1/reports/export?group_by=agent' }))
+        .statusCode,
+    ).toBe(200);
+    expect(
+      (await call('/v1/reports/export', { method: 'GET', url: '/v1/reports/export?group_by=nope' }))
+        .statusCode,
+    ).toBe(422);
+    expect((await call('/v1/reports/usage', { method: 'GET', url: '/v1/reports/usage' })).statusCode).toBe(
+      200,
+    );
+    expect(
+      (await call('/v1/reports/usage', { method: 'GET', url: '/v1/reports/usage?x=1' })).statusCode,
+    ).toBe(422);
+
+    // Webhooks and deliveries
+    const hook = { url: 'http://127.0.0.1:9/hook', event_types: ['event.created'] };
+    const created = await call('/v1/webhooks', { method: 'POST', url: '/v1/webhooks', payload: hook });
+    expect(created.statusCode).toBe(201);
+    const { id, secret } = created.json<{ id: string; secret: string }>();
+    expect(secret).toMatch(/^whsec_/);
+    expect(
+      (await call('/v1/webhooks', { method: 'POST', url: '/v1/webhooks', payload: { url: '' } })).statusCode,
+    ).toBe(422);
+    expect((await call('/v1/webhooks', { method: 'GET', url: '/v1/webhooks' })).statusCode).toBe(200);
+    expect((await call('/v1/webhooks', { method: 'GET', url: '/v1/webhooks?limit=101' })).statusCode).toBe(
+      422,
+    );
+    const one = '/v1/webhooks/{id}';
+    expect((await call(one, { method: 'GET', url: `/v1/webhooks/${id}` })).statusCode).toBe(200);
+    expect((await call(one, { method: 'GET', url: '/v1/webhooks/wh_nope' })).statusCode).toBe(404);
+    expect(
+      (await call(one, { method: 'PATCH', url: `/v1/webhooks/${id}`, payload: { description: 'x' } }))
+        .statusCode,
+    ).toBe(200);
+    expect(
+      (await call(one, { method: 'PATCH', url: `/v1/webhooks/${id}`, payload: { status: 'failing' } }))
+        .statusCode,
+    ).toBe(422);
+    expect(
+      (await call('/v1/webhooks/{id}/test', { method: 'POST', url: `/v1/webhooks/${id}/test` })).statusCode,
+    ).toBe(202);
+    expect(
+      (await call('/v1/webhooks/{id}/test', { method: 'POST', url: '/v1/webhooks/wh_nope/test' })).statusCode,
+    ).toBe(404);
+    const deliveries = '/v1/webhooks/{id}/deliveries';
+    expect((await call(deliveries, { method: 'GET', url: `/v1/webhooks/${id}/deliveries` })).statusCode).toBe(
+      200,
+    );
+    expect(
+      (await call(deliveries, { method: 'GET', url: '/v1/webhooks/wh_nope/deliveries' })).statusCode,
+    ).toBe(404);
+    expect((await call(one, { method: 'DELETE', url: `/v1/webhooks/${id}` })).statusCode).toBe(204);
+    expect((await call(one, { method: 'DELETE', url: `/v1/webhooks/${id}` })).statusCode).toBe(404);
+
+    // Every operation answered at least one success and one error.
+    const seen = checker.seen();
+    for (const item of Object.values(doc.paths)) {
+      for (const { operationId } of Object.values(item)) {
+        const statuses = [...(seen.get(operationId) ?? [])];
+        expect(
+          statuses.some((s) => s < '400'),
+          `${operationId} success`,
+        ).toBe(true);
+        expect(
+          statuses.some((s) => s >= '400'),
+          `${operationId} error`,
+        ).toBe(true);
+      }
+    }
+  });
+});
