@@ -5,7 +5,7 @@ import type { ServiceCtx } from './context.js';
 import { buildApp } from './http/server.js';
 import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './http/rate-limit.js';
 import { countOrganizations, createOrganization } from './orgs/organizations.js';
-import { migrateToLatest, openStorage, type Storage } from './storage/db.js';
+import { migrateDatabase, openStorage, type Storage } from './storage/db.js';
 import { DeliveryWorker } from './webhooks/worker.js';
 
 export function createRateLimiter(config: Config): RateLimiter {
@@ -33,8 +33,20 @@ export interface RunningService {
 }
 
 export async function startService(config: Config, clock: Clock = systemClock): Promise<RunningService> {
-  const storage = openStorage(config.databaseUrl);
-  await migrateToLatest(storage.db);
+  let app: FastifyInstance | null = null;
+  // The HTTP logger once the app exists; stderr for a worker-only process.
+  const log = (level: 'warn' | 'error', message: string, error?: unknown) => {
+    if (app) app.log[level]({ err: error }, message);
+    else if (config.logLevel !== 'silent') {
+      const reason = error instanceof Error ? `: ${error.message}` : '';
+      process.stderr.write(`${message}${reason}\n`);
+    }
+  };
+  await migrateDatabase(config.databaseUrl, { timeouts: config.database });
+  const storage = openStorage(config.databaseUrl, {
+    timeouts: config.database,
+    onConnectionError: (error) => log('warn', 'database connection lost', error),
+  });
   const ctx: ServiceCtx = { db: storage.db, engine: storage.engine, clock, config };
   const bootstrapKey = await bootstrapDefaultOrganization(ctx);
   if (bootstrapKey) {
@@ -44,7 +56,6 @@ export async function startService(config: Config, clock: Clock = systemClock): 
   }
 
   const rateLimiter = createRateLimiter(config);
-  let app: FastifyInstance | null = null;
   if (config.role !== 'worker') {
     app = await buildApp({ storage, config, clock, rateLimiter });
     await app.listen({ host: config.host, port: config.port });
@@ -53,12 +64,8 @@ export async function startService(config: Config, clock: Clock = systemClock): 
   // TALLY_ROLE=api leaves deliveries, e-mail and digests to `tally worker` processes.
   let worker: DeliveryWorker | null = null;
   if (config.role !== 'api') {
-    const log = app?.log;
     worker = new DeliveryWorker(ctx, {
-      onError: (error, what) => {
-        if (log) log.error({ err: error }, `webhook worker: ${what} failed`);
-        else process.stderr.write(`webhook worker: ${what} failed: ${(error as Error).message}\n`);
-      },
+      onError: (error, what) => log('error', `webhook worker: ${what} failed`, error),
     });
     worker.start();
   }
