@@ -8,8 +8,13 @@ import { countOrganizations, createOrganization } from './orgs/organizations.js'
 import { migrateDatabase, openStorage, type Storage } from './storage/db.js';
 import { DeliveryWorker } from './webhooks/worker.js';
 
-export function createRateLimiter(config: Config): RateLimiter {
-  return config.redisUrl ? new RedisRateLimiter(config.redisUrl) : new MemoryRateLimiter();
+export function createRateLimiter(
+  config: Config,
+  warn: (message: string, error?: unknown) => void = () => undefined,
+): RateLimiter {
+  return config.redisUrl
+    ? new RedisRateLimiter(config.redisUrl, { timeoutMs: config.redisTimeoutMs, warn })
+    : new MemoryRateLimiter();
 }
 
 /**
@@ -55,7 +60,7 @@ export async function startService(config: Config, clock: Clock = systemClock): 
     );
   }
 
-  const rateLimiter = createRateLimiter(config);
+  const rateLimiter = createRateLimiter(config, (message, error) => log('warn', message, error));
   if (config.role !== 'worker') {
     app = await buildApp({ storage, config, clock, rateLimiter });
     await app.listen({ host: config.host, port: config.port });
