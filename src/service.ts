@@ -79,9 +79,22 @@ export async function startService(config: Config, clock: Clock = systemClock): 
     app,
     storage,
     worker,
-    // Fastify's close stops accepting, lets in-flight requests finish, then resolves.
+    // Fastify's close stops accepting, lets in-flight requests finish, then resolves. A client
+    // that never finishes its request must not hold shutdown: after TALLY_SHUTDOWN_TIMEOUT_MS
+    // the connections still open are closed (their requests were never acknowledged).
     async stop() {
-      if (app) await app.close();
+      if (app) {
+        const server = app.server;
+        const deadline = setTimeout(() => {
+          log('warn', 'shutdown deadline reached; closing the connections still open');
+          server.closeAllConnections();
+        }, config.shutdownTimeoutMs);
+        try {
+          await app.close();
+        } finally {
+          clearTimeout(deadline);
+        }
+      }
       if (worker) await worker.stop();
       await rateLimiter.close();
       await storage.close();

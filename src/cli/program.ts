@@ -50,6 +50,8 @@ async function withCtx<T>(fn: (ctx: ServiceCtx) => Promise<T>): Promise<T> {
   }
 }
 
+const FORCED_EXIT_GRACE_MS = 5_000;
+
 /** Starts the service and stops it gracefully on SIGTERM or SIGINT. */
 async function runUntilSignal(config: Config, stopping: string): Promise<void> {
   // Loaded here so the other commands start without the HTTP stack.
@@ -58,6 +60,12 @@ async function runUntilSignal(config: Config, stopping: string): Promise<void> {
   if (config.role === 'worker') process.stderr.write('tally worker running\n');
   const shutdown = async (signal: string) => {
     process.stderr.write(`${signal} received; ${stopping}\n`);
+    // stop() closes the connections left at TALLY_SHUTDOWN_TIMEOUT_MS; should anything else hang
+    // (a worker delivery, a database that stopped answering), the process still ends soon after.
+    setTimeout(() => {
+      process.stderr.write('shutdown did not finish in time; exiting\n');
+      process.exit(1);
+    }, config.shutdownTimeoutMs + FORCED_EXIT_GRACE_MS).unref();
     await service.stop();
     process.exit(0);
   };
