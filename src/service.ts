@@ -5,7 +5,7 @@ import type { ServiceCtx } from './context.js';
 import { buildApp } from './http/server.js';
 import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './http/rate-limit.js';
 import { countOrganizations, createOrganization } from './orgs/organizations.js';
-import { migrateDatabase, openStorage, type Storage } from './storage/db.js';
+import { migrateStorage, openStorage, type Storage } from './storage/db.js';
 import { DeliveryWorker } from './webhooks/worker.js';
 
 export function createRateLimiter(
@@ -47,11 +47,11 @@ export async function startService(config: Config, clock: Clock = systemClock): 
       process.stderr.write(`${message}${reason}\n`);
     }
   };
-  await migrateDatabase(config.databaseUrl, { timeouts: config.database });
   const storage = openStorage(config.databaseUrl, {
     timeouts: config.database,
     onConnectionError: (error) => log('warn', 'database connection lost', error),
   });
+  await migrateStorage(storage, config.databaseUrl, { timeouts: config.database });
   const ctx: ServiceCtx = { db: storage.db, engine: storage.engine, clock, config };
   const bootstrapKey = await bootstrapDefaultOrganization(ctx);
   if (bootstrapKey) {

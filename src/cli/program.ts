@@ -6,7 +6,7 @@ import { isPlanName, type PlanName } from '../billing/plans.js';
 import { createApiKey, listApiKeys, revokeApiKey } from '../orgs/api-keys.js';
 import { createOrganization, listOrganizations, organizationView, setPlan } from '../orgs/organizations.js';
 import { updateSettings } from '../settings/settings.js';
-import { migrateDatabase, openStorage } from '../storage/db.js';
+import { migrateStorage, openStorage } from '../storage/db.js';
 import { queueDigestWeekAt } from '../webhooks/digest.js';
 import { DeliveryWorker } from '../webhooks/worker.js';
 import { print } from './output.js';
@@ -41,9 +41,9 @@ function collect(value: string, previous: string[]): string[] {
 /** Opens storage (migrated), runs `fn` with a service context, closes storage. */
 async function withCtx<T>(fn: (ctx: ServiceCtx) => Promise<T>): Promise<T> {
   const config = loadConfig();
-  await migrateDatabase(config.databaseUrl, { timeouts: config.database });
   const storage = openStorage(config.databaseUrl, { timeouts: config.database });
   try {
+    await migrateStorage(storage, config.databaseUrl, { timeouts: config.database });
     return await fn({ db: storage.db, engine: storage.engine, clock: systemClock, config });
   } finally {
     await storage.close();
@@ -87,10 +87,15 @@ export function buildCli(): Command {
     .option('--json', 'machine-readable output', false)
     .action(async (opts: { json: boolean }) => {
       const config = loadConfig();
-      const applied = await migrateDatabase(config.databaseUrl, { timeouts: config.database });
-      print(opts.json, { applied }, () =>
-        applied.length ? applied.map((m) => `applied ${m}`) : ['database is up to date'],
-      );
+      const storage = openStorage(config.databaseUrl, { timeouts: config.database });
+      try {
+        const applied = await migrateStorage(storage, config.databaseUrl, { timeouts: config.database });
+        print(opts.json, { applied }, () =>
+          applied.length ? applied.map((m) => `applied ${m}`) : ['database is up to date'],
+        );
+      } finally {
+        await storage.close();
+      }
     });
 
   const orgs = program.command('orgs').description('Manage organisations');

@@ -213,19 +213,25 @@ function reusePreparedStatements(client: pg.PoolClient): void {
 }
 
 /**
- * Migrates the database at `url` through its own connection without a statement timeout: a
- * migration may rewrite a large table, which must not be cut off like a request's statement.
+ * Migrates the database of `storage`. On PostgreSQL through a connection of its own without a
+ * statement timeout: a migration may rewrite a large table, which must not be cut off like a
+ * request's statement. (SQLite has no statement timeout, and `:memory:` is one per connection.)
  */
-export async function migrateDatabase(url: string, options: OpenOptions = {}): Promise<string[]> {
-  const storage = openStorage(url, {
+export async function migrateStorage(
+  storage: Storage,
+  url: string,
+  options: OpenOptions = {},
+): Promise<string[]> {
+  if (storage.engine === 'sqlite') return migrateToLatest(storage.db);
+  const migrating = openStorage(url, {
     ...options,
     poolSize: 1,
     timeouts: { ...options.timeouts, statementTimeoutMs: 0 },
   });
   try {
-    return await migrateToLatest(storage.db);
+    return await migrateToLatest(migrating.db);
   } finally {
-    await storage.close();
+    await migrating.close();
   }
 }
 
