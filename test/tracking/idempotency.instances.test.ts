@@ -25,10 +25,7 @@ describe.each(ENGINES)('idempotency across two instances on one database (%s)', 
     const clock = new ManualClock('2026-11-20T12:00:00.000Z');
     apps = await Promise.all(
       [primary, secondary].map((storage) =>
-        buildApp(
-          { storage, config, clock, rateLimiter: new MemoryRateLimiter() },
-          { logger: false },
-        ),
+        buildApp({ storage, config, clock, rateLimiter: new MemoryRateLimiter() }, { logger: false }),
       ),
     );
     const ctx = { db: primary.db, engine, clock, config };
