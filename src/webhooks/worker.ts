@@ -39,6 +39,7 @@ export class DeliveryWorker {
   private running = false;
   private loopDone: Promise<void> | null = null;
   private wakeUp: (() => void) | null = null;
+  private interruptSleep: (() => void) | null = null;
   private lastHousekeeping = 0;
   private lastDigestCheck = 0;
   private mailing: Promise<unknown> | null = null;
@@ -159,20 +160,23 @@ export class DeliveryWorker {
     const wakeable = this.inFlight.size > 0;
     return new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, ms);
-      this.wakeUp = wakeable
-        ? () => {
-            clearTimeout(timer);
-            resolve();
-          }
-        : null;
+      const wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      this.wakeUp = wakeable ? wake : null;
+      // stop() does not wait out a long pause (the back-off while the database is away).
+      this.interruptSleep = wake;
     }).then(() => {
       this.wakeUp = null;
+      this.interruptSleep = null;
     });
   }
 
   /** Stops claiming, lets attempts in flight finish and record, then closes connections. */
   async stop(): Promise<void> {
     this.running = false;
+    this.interruptSleep?.();
     await this.loopDone;
     await Promise.all([...this.inFlight]);
     await this.mailing;
