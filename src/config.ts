@@ -16,6 +16,42 @@ export interface Config {
   webhookRetryDelaysSeconds: number[];
   webhookTimeoutMs: number;
   webhookAllowPrivateNetworks: boolean;
+  /** Bounds on every wait for the database, so an outage answers 503 instead of hanging. */
+  database: DatabaseTimeouts;
+  /** How long a rate-limit check waits for Redis before letting the request through. */
+  redisTimeoutMs: number;
+  http: HttpTimeouts;
+  /** After this long, shutdown closes the connections still open and exits. */
+  shutdownTimeoutMs: number;
+}
+
+export interface DatabaseTimeouts {
+  /** Opening a connection, and waiting for a free one in the pool. */
+  connectTimeoutMs: number;
+  /** One statement (PostgreSQL `statement_timeout`; the client gives up a second later). */
+  statementTimeoutMs: number;
+  /** `/readyz`'s own check. */
+  readyTimeoutMs: number;
+  /** SQLite: how long a write waits for another process's lock. */
+  busyTimeoutMs: number;
+}
+
+export const DEFAULT_DATABASE_TIMEOUTS: DatabaseTimeouts = {
+  connectTimeoutMs: 5_000,
+  statementTimeoutMs: 10_000,
+  readyTimeoutMs: 2_000,
+  busyTimeoutMs: 5_000,
+};
+
+export interface HttpTimeouts {
+  /** Receiving a whole request, headers and body. */
+  requestTimeoutMs: number;
+  /** Receiving the headers of a request. */
+  headersTimeoutMs: number;
+  /** An idle keep-alive connection between requests. */
+  keepAliveTimeoutMs: number;
+  /** A connection on which nothing moves in either direction while a request is open. */
+  idleTimeoutMs: number;
 }
 
 /** Thrown for bad configuration; its message is the one line printed before exiting. */
@@ -91,6 +127,13 @@ export function loadConfig(env: Env = process.env): Config {
   if (smtpUrl !== null && !/^smtps?:\/\//.test(smtpUrl)) {
     throw new ConfigError(`TALLY_SMTP_URL must start with smtp:// or smtps://, got "${smtpUrl}"`);
   }
+  const requestTimeoutMs = integer(env, 'TALLY_HTTP_REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000);
+  const headersTimeoutMs = integer(env, 'TALLY_HTTP_HEADERS_TIMEOUT_MS', 10_000, 100, 3_600_000);
+  if (headersTimeoutMs > requestTimeoutMs) {
+    throw new ConfigError(
+      `TALLY_HTTP_HEADERS_TIMEOUT_MS (${headersTimeoutMs}) must not exceed TALLY_HTTP_REQUEST_TIMEOUT_MS (${requestTimeoutMs})`,
+    );
+  }
   return {
     databaseUrl,
     host: env.TALLY_HOST || '127.0.0.1',
@@ -104,5 +147,43 @@ export function loadConfig(env: Env = process.env): Config {
     webhookRetryDelaysSeconds: retryDelays(env.TALLY_WEBHOOK_RETRY_DELAYS),
     webhookTimeoutMs: integer(env, 'TALLY_WEBHOOK_TIMEOUT_MS', 10_000, 1, 600_000),
     webhookAllowPrivateNetworks: boolean(env, 'TALLY_WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
+    database: {
+      connectTimeoutMs: integer(
+        env,
+        'TALLY_DB_CONNECT_TIMEOUT_MS',
+        DEFAULT_DATABASE_TIMEOUTS.connectTimeoutMs,
+        100,
+        600_000,
+      ),
+      statementTimeoutMs: integer(
+        env,
+        'TALLY_DB_STATEMENT_TIMEOUT_MS',
+        DEFAULT_DATABASE_TIMEOUTS.statementTimeoutMs,
+        100,
+        3_600_000,
+      ),
+      readyTimeoutMs: integer(
+        env,
+        'TALLY_READYZ_TIMEOUT_MS',
+        DEFAULT_DATABASE_TIMEOUTS.readyTimeoutMs,
+        100,
+        60_000,
+      ),
+      busyTimeoutMs: integer(
+        env,
+        'TALLY_SQLITE_BUSY_TIMEOUT_MS',
+        DEFAULT_DATABASE_TIMEOUTS.busyTimeoutMs,
+        0,
+        600_000,
+      ),
+    },
+    redisTimeoutMs: integer(env, 'TALLY_REDIS_TIMEOUT_MS', 300, 10, 60_000),
+    http: {
+      requestTimeoutMs,
+      headersTimeoutMs,
+      keepAliveTimeoutMs: integer(env, 'TALLY_HTTP_KEEP_ALIVE_TIMEOUT_MS', 72_000, 100, 3_600_000),
+      idleTimeoutMs: integer(env, 'TALLY_HTTP_IDLE_TIMEOUT_MS', 60_000, 100, 3_600_000),
+    },
+    shutdownTimeoutMs: integer(env, 'TALLY_SHUTDOWN_TIMEOUT_MS', 10_000, 100, 600_000),
   };
 }

@@ -5,11 +5,16 @@ import type { ServiceCtx } from './context.js';
 import { buildApp } from './http/server.js';
 import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './http/rate-limit.js';
 import { countOrganizations, createOrganization } from './orgs/organizations.js';
-import { migrateToLatest, openStorage, type Storage } from './storage/db.js';
+import { migrateStorage, openStorage, type Storage } from './storage/db.js';
 import { DeliveryWorker } from './webhooks/worker.js';
 
-export function createRateLimiter(config: Config): RateLimiter {
-  return config.redisUrl ? new RedisRateLimiter(config.redisUrl) : new MemoryRateLimiter();
+export function createRateLimiter(
+  config: Config,
+  warn: (message: string, error?: unknown) => void = () => undefined,
+): RateLimiter {
+  return config.redisUrl
+    ? new RedisRateLimiter(config.redisUrl, { timeoutMs: config.redisTimeoutMs, warn })
+    : new MemoryRateLimiter();
 }
 
 /**
@@ -33,8 +38,20 @@ export interface RunningService {
 }
 
 export async function startService(config: Config, clock: Clock = systemClock): Promise<RunningService> {
-  const storage = openStorage(config.databaseUrl);
-  await migrateToLatest(storage.db);
+  let app: FastifyInstance | null = null;
+  // The HTTP logger once the app exists; stderr for a worker-only process.
+  const log = (level: 'warn' | 'error', message: string, error?: unknown) => {
+    if (app) app.log[level]({ err: error }, message);
+    else if (config.logLevel !== 'silent') {
+      const reason = error instanceof Error ? `: ${error.message}` : '';
+      process.stderr.write(`${message}${reason}\n`);
+    }
+  };
+  const storage = openStorage(config.databaseUrl, {
+    timeouts: config.database,
+    onConnectionError: (error) => log('warn', 'database connection lost', error),
+  });
+  await migrateStorage(storage, config.databaseUrl, { timeouts: config.database });
   const ctx: ServiceCtx = { db: storage.db, engine: storage.engine, clock, config };
   const bootstrapKey = await bootstrapDefaultOrganization(ctx);
   if (bootstrapKey) {
@@ -43,8 +60,7 @@ export async function startService(config: Config, clock: Clock = systemClock): 
     );
   }
 
-  const rateLimiter = createRateLimiter(config);
-  let app: FastifyInstance | null = null;
+  const rateLimiter = createRateLimiter(config, (message, error) => log('warn', message, error));
   if (config.role !== 'worker') {
     app = await buildApp({ storage, config, clock, rateLimiter });
     await app.listen({ host: config.host, port: config.port });
@@ -53,12 +69,8 @@ export async function startService(config: Config, clock: Clock = systemClock): 
   // TALLY_ROLE=api leaves deliveries, e-mail and digests to `tally worker` processes.
   let worker: DeliveryWorker | null = null;
   if (config.role !== 'api') {
-    const log = app?.log;
     worker = new DeliveryWorker(ctx, {
-      onError: (error, what) => {
-        if (log) log.error({ err: error }, `webhook worker: ${what} failed`);
-        else process.stderr.write(`webhook worker: ${what} failed: ${(error as Error).message}\n`);
-      },
+      onError: (error, what) => log('error', `webhook worker: ${what} failed`, error),
     });
     worker.start();
   }
@@ -67,9 +79,22 @@ export async function startService(config: Config, clock: Clock = systemClock): 
     app,
     storage,
     worker,
-    // Fastify's close stops accepting, lets in-flight requests finish, then resolves.
+    // Fastify's close stops accepting, lets in-flight requests finish, then resolves. A client
+    // that never finishes its request must not hold shutdown: after TALLY_SHUTDOWN_TIMEOUT_MS
+    // the connections still open are closed (their requests were never acknowledged).
     async stop() {
-      if (app) await app.close();
+      if (app) {
+        const server = app.server;
+        const deadline = setTimeout(() => {
+          log('warn', 'shutdown deadline reached; closing the connections still open');
+          server.closeAllConnections();
+        }, config.shutdownTimeoutMs);
+        try {
+          await app.close();
+        } finally {
+          clearTimeout(deadline);
+        }
+      }
       if (worker) await worker.stop();
       await rateLimiter.close();
       await storage.close();

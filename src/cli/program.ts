@@ -6,7 +6,7 @@ import { isPlanName, type PlanName } from '../billing/plans.js';
 import { createApiKey, listApiKeys, revokeApiKey } from '../orgs/api-keys.js';
 import { createOrganization, listOrganizations, organizationView, setPlan } from '../orgs/organizations.js';
 import { updateSettings } from '../settings/settings.js';
-import { migrateToLatest, openStorage } from '../storage/db.js';
+import { migrateStorage, openStorage } from '../storage/db.js';
 import { queueDigestWeekAt } from '../webhooks/digest.js';
 import { DeliveryWorker } from '../webhooks/worker.js';
 import { print } from './output.js';
@@ -41,14 +41,16 @@ function collect(value: string, previous: string[]): string[] {
 /** Opens storage (migrated), runs `fn` with a service context, closes storage. */
 async function withCtx<T>(fn: (ctx: ServiceCtx) => Promise<T>): Promise<T> {
   const config = loadConfig();
-  const storage = openStorage(config.databaseUrl);
+  const storage = openStorage(config.databaseUrl, { timeouts: config.database });
   try {
-    await migrateToLatest(storage.db);
+    await migrateStorage(storage, config.databaseUrl, { timeouts: config.database });
     return await fn({ db: storage.db, engine: storage.engine, clock: systemClock, config });
   } finally {
     await storage.close();
   }
 }
+
+const FORCED_EXIT_GRACE_MS = 5_000;
 
 /** Starts the service and stops it gracefully on SIGTERM or SIGINT. */
 async function runUntilSignal(config: Config, stopping: string): Promise<void> {
@@ -58,6 +60,12 @@ async function runUntilSignal(config: Config, stopping: string): Promise<void> {
   if (config.role === 'worker') process.stderr.write('tally worker running\n');
   const shutdown = async (signal: string) => {
     process.stderr.write(`${signal} received; ${stopping}\n`);
+    // stop() closes the connections left at TALLY_SHUTDOWN_TIMEOUT_MS; should anything else hang
+    // (a worker delivery, a database that stopped answering), the process still ends soon after.
+    setTimeout(() => {
+      process.stderr.write('shutdown did not finish in time; exiting\n');
+      process.exit(1);
+    }, config.shutdownTimeoutMs + FORCED_EXIT_GRACE_MS).unref();
     await service.stop();
     process.exit(0);
   };
@@ -79,9 +87,9 @@ export function buildCli(): Command {
     .option('--json', 'machine-readable output', false)
     .action(async (opts: { json: boolean }) => {
       const config = loadConfig();
-      const storage = openStorage(config.databaseUrl);
+      const storage = openStorage(config.databaseUrl, { timeouts: config.database });
       try {
-        const applied = await migrateToLatest(storage.db);
+        const applied = await migrateStorage(storage, config.databaseUrl, { timeouts: config.database });
         print(opts.json, { applied }, () =>
           applied.length ? applied.map((m) => `applied ${m}`) : ['database is up to date'],
         );

@@ -40,8 +40,19 @@ export interface BuildOptions {
 }
 
 export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promise<FastifyInstance> {
+  const timeouts = deps.config.http;
   const app = Fastify({
     logger: options.logger ?? { level: deps.config.logLevel },
+    // Slow clients (one that sends its headers and a few bytes, then stalls) must not hold a
+    // connection, or shutdown, for ever. Node checks the request and header timeouts on an
+    // interval (30 s by default), so it is kept well below the shortest of them.
+    requestTimeout: timeouts.requestTimeoutMs,
+    keepAliveTimeout: timeouts.keepAliveTimeoutMs,
+    connectionTimeout: timeouts.idleTimeoutMs,
+    http: {
+      headersTimeout: timeouts.headersTimeoutMs,
+      connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(timeouts.headersTimeoutMs / 4))),
+    },
     bodyLimit: BODY_LIMIT_BYTES,
     genReqId: () => newId('req'),
     requestIdHeader: false,

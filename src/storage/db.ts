@@ -11,6 +11,7 @@ import {
   type Transaction,
 } from 'kysely';
 import pg from 'pg';
+import { DEFAULT_DATABASE_TIMEOUTS, type DatabaseTimeouts } from '../config.js';
 import { migrations } from './migrations/index.js';
 import type { Database } from './schema.js';
 
@@ -47,9 +48,25 @@ export interface OpenOptions {
   /** PostgreSQL only: the schema to work in (tests use one schema per file). */
   schema?: string;
   poolSize?: number;
+  /** Bounds on database waits (defaults: DEFAULT_DATABASE_TIMEOUTS); a statement timeout of 0 is none. */
+  timeouts?: Partial<DatabaseTimeouts>;
+  /**
+   * Told about connection errors that belong to no query (a pooled connection dropped by a
+   * restarting server). Without it they are ignored; they never reach the process.
+   */
+  onConnectionError?: (error: Error) => void;
 }
 
+/** A database wait that ran out of time (answered 503 like an unreachable database). */
+export class DatabaseTimeoutError extends Error {
+  readonly code = 'TALLY_DB_TIMEOUT';
+}
+
+/** How much longer than `statement_timeout` the client waits before it drops the connection. */
+const CLIENT_GRACE_MS = 1_000;
+
 export function openStorage(url: string, options: OpenOptions = {}): Storage {
+  const timeouts = { ...DEFAULT_DATABASE_TIMEOUTS, ...options.timeouts };
   if (url.startsWith('sqlite:')) {
     const path = url.slice('sqlite:'.length) || ':memory:';
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
@@ -58,7 +75,7 @@ export function openStorage(url: string, options: OpenOptions = {}): Storage {
     // crash may lose the last commits (documented in the README).
     database.pragma('journal_mode = WAL');
     database.pragma('synchronous = NORMAL');
-    database.pragma('busy_timeout = 5000');
+    database.pragma(`busy_timeout = ${timeouts.busyTimeoutMs}`);
     // 64 MiB of page cache (the default is 2 MiB): reports read many rollup and event pages.
     database.pragma('cache_size = -65536');
     const db = new Kysely<Database>({
@@ -69,12 +86,30 @@ export function openStorage(url: string, options: OpenOptions = {}): Storage {
   const pool = new pg.Pool({
     connectionString: url,
     max: options.poolSize ?? 20,
-    connectionTimeoutMillis: 5000,
+    // Bounds both opening a connection and waiting for a free one in the pool.
+    connectionTimeoutMillis: timeouts.connectTimeoutMs,
+    // A dead peer (a partition) is noticed by the kernel, not only by the next query's timer.
+    keepAlive: true,
+    // A session the client lost mid-transaction (a partition) must not hold its locks until the
+    // server's keepalive notices, hours later.
+    ...(timeouts.statementTimeoutMs > 0
+      ? {
+          statement_timeout: timeouts.statementTimeoutMs,
+          idle_in_transaction_session_timeout: 2 * timeouts.statementTimeoutMs,
+        }
+      : {}),
     ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
   });
-  // An idle client losing its connection must not crash the process; the next query reports it.
-  pool.on('error', () => undefined);
-  pool.on('connect', reusePreparedStatements);
+  // A connection the server drops (a restart: 57P01, or a reset) emits `error` on its client,
+  // idle in the pool or checked out by Kysely between two queries. An `error` event without a
+  // listener kills the process; the queries on that client fail on their own and answer 503.
+  const onConnectionError = options.onConnectionError ?? (() => undefined);
+  pool.on('error', onConnectionError);
+  pool.on('connect', (client) => {
+    client.on('error', onConnectionError);
+    reusePreparedStatements(client);
+    if (timeouts.statementTimeoutMs > 0) boundQueries(client, timeouts.statementTimeoutMs + CLIENT_GRACE_MS);
+  });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return { engine: 'postgres', db, close: () => db.destroy() };
 }
@@ -105,6 +140,34 @@ function withStatementCache(database: SQLite.Database, size = 500): SQLite.Datab
     return statement;
   }) as SQLite.Database['prepare'];
   return database;
+}
+
+/**
+ * `statement_timeout` ends a slow statement on a server that answers; a server that stopped
+ * answering (a network partition) needs a timer on our side. When it fires, the connection is
+ * destroyed rather than left with a query in flight: its pending queries fail, and the pool
+ * drops the client instead of handing it out again (pg-pool checks `_queryable` on release).
+ */
+function boundQueries(client: pg.PoolClient, timeoutMs: number): void {
+  type Query = (text: unknown, values?: unknown) => unknown;
+  const target = client as unknown as {
+    query: Query;
+    connection?: { stream?: { destroy(error?: Error): void } };
+  };
+  const query = target.query.bind(client);
+  target.query = (text, values) => {
+    const result = query(text, values);
+    // Only Kysely's plain queries return a promise; cursors (streamed exports) bring their own pace.
+    if (typeof text !== 'string' || !(result instanceof Promise)) return result;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        const error = new DatabaseTimeoutError(`The database did not answer within ${timeoutMs} ms.`);
+        reject(error);
+        target.connection?.stream?.destroy(error);
+      }, timeoutMs);
+      result.then(resolve, reject).finally(() => clearTimeout(timer));
+    });
+  };
 }
 
 const preparedNames = new Map<string, string>();
@@ -150,6 +213,29 @@ function reusePreparedStatements(client: pg.PoolClient): void {
 }
 
 /**
+ * Migrates the database of `storage`. On PostgreSQL through a connection of its own without a
+ * statement timeout: a migration may rewrite a large table, which must not be cut off like a
+ * request's statement. (SQLite has no statement timeout, and `:memory:` is one per connection.)
+ */
+export async function migrateStorage(
+  storage: Storage,
+  url: string,
+  options: OpenOptions = {},
+): Promise<string[]> {
+  if (storage.engine === 'sqlite') return migrateToLatest(storage.db);
+  const migrating = openStorage(url, {
+    ...options,
+    poolSize: 1,
+    timeouts: { ...options.timeouts, statementTimeoutMs: 0 },
+  });
+  try {
+    return await migrateToLatest(migrating.db);
+  } finally {
+    await migrating.close();
+  }
+}
+
+/**
  * Applies pending migrations in name order, all in one transaction, and returns their names.
  * Our own small runner rather than Kysely's Migrator: that one lists the tables of every schema
  * on the server, which fails whenever another schema is dropped meanwhile. On PostgreSQL an
@@ -188,6 +274,8 @@ const UNAVAILABLE_CODES = new Set([
   'SQLITE_CANTOPEN',
   'SQLITE_IOERR',
   'SQLITE_FULL',
+  'TALLY_DB_TIMEOUT',
+  '57014',
   '57P01',
   '57P02',
   '57P03',
@@ -202,7 +290,7 @@ export function isUnavailableError(error: unknown): boolean {
   const message = (error as { message?: unknown }).message;
   return (
     typeof message === 'string' &&
-    /Connection terminated|timeout exceeded when trying to connect|connect ECONNREFUSED|Client has encountered a connection error|driver has already been destroyed/i.test(
+    /Connection terminated|timeout exceeded when trying to connect|connect ECONNREFUSED|Client has encountered a connection error|Client was closed and is not queryable|driver has already been destroyed/i.test(
       message,
     )
   );

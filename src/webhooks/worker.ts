@@ -19,6 +19,7 @@ export interface WorkerOptions {
 
 const HOUSEKEEPING_MS = 1_000;
 const DIGEST_CHECK_MS = 30_000;
+const FAILING_POLL_MAX_MS = 5_000;
 
 /**
  * The delivery worker and scheduler: claims due deliveries, sends them with bounded
@@ -38,6 +39,7 @@ export class DeliveryWorker {
   private running = false;
   private loopDone: Promise<void> | null = null;
   private wakeUp: (() => void) | null = null;
+  private interruptSleep: (() => void) | null = null;
   private lastHousekeeping = 0;
   private lastDigestCheck = 0;
   private mailing: Promise<unknown> | null = null;
@@ -121,6 +123,7 @@ export class DeliveryWorker {
   }
 
   private async loop(): Promise<void> {
+    let failures = 0;
     while (this.running) {
       let claimed = 0;
       try {
@@ -138,11 +141,17 @@ export class DeliveryWorker {
             .finally(() => (this.mailing = null));
         }
         if (this.inFlight.size < this.concurrency) claimed = (await this.fill()).length;
+        failures = 0;
       } catch (error) {
         this.onError(error, 'worker pass');
+        failures++;
       }
-      // Work found: look again at once. Otherwise wait for the poll interval or a free slot.
-      if (claimed === 0 && this.running) await this.sleep(this.idlePollMs);
+      // Work found: look again at once. Otherwise wait for the poll interval or a free slot; while
+      // passes fail (the database is away), wait longer each time, up to FAILING_POLL_MAX_MS, so
+      // the loop survives the outage without flooding the log, and resumes when it ends.
+      const wait =
+        failures > 0 ? Math.min(this.idlePollMs * 2 ** failures, FAILING_POLL_MAX_MS) : this.idlePollMs;
+      if ((claimed === 0 || failures > 0) && this.running) await this.sleep(wait);
     }
   }
 
@@ -151,20 +160,23 @@ export class DeliveryWorker {
     const wakeable = this.inFlight.size > 0;
     return new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, ms);
-      this.wakeUp = wakeable
-        ? () => {
-            clearTimeout(timer);
-            resolve();
-          }
-        : null;
+      const wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      this.wakeUp = wakeable ? wake : null;
+      // stop() does not wait out a long pause (the back-off while the database is away).
+      this.interruptSleep = wake;
     }).then(() => {
       this.wakeUp = null;
+      this.interruptSleep = null;
     });
   }
 
   /** Stops claiming, lets attempts in flight finish and record, then closes connections. */
   async stop(): Promise<void> {
     this.running = false;
+    this.interruptSleep?.();
     await this.loopDone;
     await Promise.all([...this.inFlight]);
     await this.mailing;

@@ -58,7 +58,7 @@ describe('priceRun against genai-prices itself', () => {
 
   it('never touches the network', () => {
     const fetchSpy = vi.spyOn(globalThis, 'fetch');
-    const at = new Date();
+    const at = new Date('2026-11-20T12:00:00.000Z');
     for (const model of ['gpt-4o', 'claude-sonnet-4-0', 'unknown-model-for-fetch-check']) {
       priceRun({ model, tokensIn: 10, tokensOut: 10, at, currency: 'EUR', usdExchangeRate: null });
     }

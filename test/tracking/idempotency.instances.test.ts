@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { systemClock } from '../../src/clock.js';
+import { ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import { buildApp } from '../../src/http/server.js';
 import { MemoryRateLimiter } from '../../src/http/rate-limit.js';
@@ -21,15 +21,14 @@ describe.each(ENGINES)('idempotency across two instances on one database (%s)', 
     primary = await createTestStorage(engine, { file });
     secondary = openStorage(primary.url, { schema: primary.schema });
     const config = loadConfig({ TALLY_LOG_LEVEL: 'silent' });
+    // A fixed time, so the result does not depend on the date the suite runs on.
+    const clock = new ManualClock('2026-11-20T12:00:00.000Z');
     apps = await Promise.all(
       [primary, secondary].map((storage) =>
-        buildApp(
-          { storage, config, clock: systemClock, rateLimiter: new MemoryRateLimiter() },
-          { logger: false },
-        ),
+        buildApp({ storage, config, clock, rateLimiter: new MemoryRateLimiter() }, { logger: false }),
       ),
     );
-    const ctx = { db: primary.db, engine, clock: systemClock, config };
+    const ctx = { db: primary.db, engine, clock, config };
     apiKey = (await createOrganization({ ctx, input: { name: 'Twins', plan: 'enterprise' } })).api_key;
   });
   afterAll(async () => {
