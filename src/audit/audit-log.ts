@@ -11,7 +11,8 @@ export type AuditAction =
   | 'webhook.created'
   | 'webhook.updated'
   | 'webhook.deleted'
-  | 'webhook.deactivated';
+  | 'webhook.deactivated'
+  | 'api_key.revoked';
 
 export interface AuditEntry {
   action: AuditAction;

@@ -4,6 +4,7 @@ import { AppError } from '../errors.js';
 import { orgCtx } from '../http/app-types.js';
 import { consumeRate } from '../http/auth.js';
 import { errorBody } from '../http/errors.js';
+import { batchItemIssues, invalidEvent } from './batch-items.js';
 import { errorResponses, ListQueryFields } from '../http/schemas.js';
 import { getEvent, listEvents } from './events.js';
 import { BatchBody, StoredEventSchema, TrackBody, TrackHeaders } from './schema.js';
@@ -49,6 +50,8 @@ export function registerTrackingRoutes(app: FastifyInstance): void {
     '/v1/track/batch',
     {
       bodyLimit: BATCH_BODY_LIMIT_BYTES,
+      // An invalid event fails only itself (DESIGN §4): the handler sorts the issues by event.
+      attachValidation: true,
       // Counted per event once the body is read, so a batch can be partly admitted.
       config: { rateClass: 'none' },
       schema: {
@@ -59,6 +62,8 @@ export function registerTrackingRoutes(app: FastifyInstance): void {
       },
     },
     async (request, reply) => {
+      // First: with the schema's issues attached, the body may not even be an object.
+      const invalid = batchItemIssues(request.validationError);
       const { events } = request.body;
       const granted = await consumeRate(app, request, reply, 'track', events.length);
       if (granted < 1)
@@ -67,11 +72,18 @@ export function registerTrackingRoutes(app: FastifyInstance): void {
       // Submitted together, the admitted events share one transaction; each still succeeds or
       // fails on its own.
       const settled = await Promise.allSettled(
-        events
-          .slice(0, granted)
-          .map(({ idempotency_key: idempotencyKey, ...input }, i) =>
-            trackEvent({ ctx, input, idempotencyKey: idempotencyKey ?? null, path: `/body/events/${i}` }),
-          ),
+        events.slice(0, granted).map((event, i) => {
+          // An invalid event may be anything, null included: only a valid one is taken apart.
+          const issues = invalid.get(i);
+          if (issues) return Promise.reject(invalidEvent(issues));
+          const { idempotency_key: idempotencyKey, ...input } = event;
+          return trackEvent({
+            ctx,
+            input,
+            idempotencyKey: idempotencyKey ?? null,
+            path: `/body/events/${i}`,
+          });
+        }),
       );
       const data = events.map((_event, i) => {
         const result = settled[i];
