@@ -17,6 +17,9 @@ export const ERROR_STATUS = {
   not_found: 404,
   plan_upgrade_required: 403,
   cannot_archive_builtin: 409,
+  bad_request: 400,
+  request_timeout: 408,
+  headers_too_large: 431,
   service_unavailable: 503,
   internal_error: 500,
 } as const;

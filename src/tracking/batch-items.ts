@@ -1,6 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import { AppError, type ErrorDetail } from '../errors.js';
 import { validationDetails } from '../http/errors.js';
+import { unstorableIssues } from '../http/storable.js';
 
 const ITEM_PATH = /^\/events\/(\d+)(?:\/|$)/;
 
@@ -10,17 +11,26 @@ const ITEM_PATH = /^\/events\/(\d+)(?:\/|$)/;
  * while an issue of the envelope (no `events` array, too few or too many events) still fails the
  * request. Returns the issues of each invalid event by its index.
  */
-export function batchItemIssues(error: FastifyRequest['validationError']): Map<number, ErrorDetail[]> {
+export function batchItemIssues(
+  error: FastifyRequest['validationError'],
+  body: { events: readonly unknown[] },
+): Map<number, ErrorDetail[]> {
   const byItem = new Map<number, ErrorDetail[]>();
-  if (!error) return byItem;
-  const issues = (error as { validation?: Parameters<typeof validationDetails>[1] }).validation ?? [];
-  if (issues.length === 0 || issues.some((issue) => !ITEM_PATH.test(issue.instancePath))) throw error;
-  const grouped = new Map<number, typeof issues>();
-  for (const issue of issues) {
-    const index = Number(ITEM_PATH.exec(issue.instancePath)?.[1]);
-    grouped.set(index, [...(grouped.get(index) ?? []), issue]);
+  if (error) {
+    const issues = (error as { validation?: Parameters<typeof validationDetails>[1] }).validation ?? [];
+    if (issues.length === 0 || issues.some((issue) => !ITEM_PATH.test(issue.instancePath))) throw error;
+    const grouped = new Map<number, typeof issues>();
+    for (const issue of issues) {
+      const index = Number(ITEM_PATH.exec(issue.instancePath)?.[1]);
+      grouped.set(index, [...(grouped.get(index) ?? []), issue]);
+    }
+    for (const [index, itemIssues] of grouped) byItem.set(index, validationDetails('body', itemIssues));
   }
-  for (const [index, itemIssues] of grouped) byItem.set(index, validationDetails('body', itemIssues));
+  // What the edge checks for every other body (storable.ts), event by event here.
+  body.events.forEach((event, index) => {
+    const unstorable = unstorableIssues(event, `/body/events/${index}`);
+    if (unstorable.length > 0) byItem.set(index, [...unstorable, ...(byItem.get(index) ?? [])]);
+  });
   return byItem;
 }
 

@@ -53,7 +53,7 @@ export function registerTrackingRoutes(app: FastifyInstance): void {
       // An invalid event fails only itself (DESIGN §4): the handler sorts the issues by event.
       attachValidation: true,
       // Counted per event once the body is read, so a batch can be partly admitted.
-      config: { rateClass: 'none' },
+      config: { rateClass: 'none', itemsAt: 'events' },
       schema: {
         tags: ['tracking'],
         summary: 'Record up to 500 finished agent tasks; each succeeds or fails on its own',
@@ -63,7 +63,7 @@ export function registerTrackingRoutes(app: FastifyInstance): void {
     },
     async (request, reply) => {
       // First: with the schema's issues attached, the body may not even be an object.
-      const invalid = batchItemIssues(request.validationError);
+      const invalid = batchItemIssues(request.validationError, request.body);
       const { events } = request.body;
       const granted = await consumeRate(app, request, reply, 'track', events.length);
       if (granted < 1)
