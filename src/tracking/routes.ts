@@ -1,9 +1,9 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance } from 'fastify';
 import { Type, type Static } from '@sinclair/typebox';
 import { AppError } from '../errors.js';
 import { orgCtx } from '../http/app-types.js';
 import { consumeRate } from '../http/auth.js';
-import { errorBody } from '../http/errors.js';
+import { errorBody, toAppError } from '../http/errors.js';
 import { batchItemIssues, invalidEvent } from './batch-items.js';
 import { errorResponses, ListQueryFields } from '../http/schemas.js';
 import { getEvent, listEvents } from './events.js';
@@ -95,8 +95,9 @@ export function registerTrackingRoutes(app: FastifyInstance): void {
           return { status: 429, error: errorBody(error.code, error.message, request.id).error };
         }
         if (result.status === 'rejected') {
-          if (!(result.reason instanceof AppError)) throw result.reason;
-          const error = result.reason;
+          // An event the database refused fails alone too (the batcher isolates it).
+          const error = toAppError(result.reason as FastifyError);
+          if (error.code === 'internal_error') request.log.error({ err: result.reason }, 'event not stored');
           return {
             status: error.status,
             error: errorBody(error.code, error.message, request.id, error.details).error,
