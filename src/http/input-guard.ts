@@ -99,13 +99,18 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Soc
 }
 
 /**
- * Errors Fastify meets before a route's hooks run (a URL whose `%` escapes decode to no text):
- * the one error body, with the X-Request-Id the onRequest hook would have set.
+ * Errors Fastify meets before a route's hooks run (a URL whose `%` escapes decode to no text, a
+ * path segment longer than the router takes): the one error body, with the X-Request-Id the
+ * onRequest hook would have set.
  */
 export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   reply.header('X-Request-Id', request.id);
   if (error.code === 'FST_ERR_BAD_URL') {
     return sendError(reply, new AppError('bad_request', 'The URL is not valid.'));
+  }
+  if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+    // Ids are short: a path segment over the router's 100 characters names nothing.
+    return sendError(reply, new AppError('not_found', 'No such resource: a path segment is too long.'));
   }
   request.log.error({ err: error }, 'framework error');
   return sendError(reply, new AppError('internal_error', 'Something went wrong on our side.'));

@@ -187,6 +187,8 @@ describe.each(ENGINES)('hostile input at the edge (%s)', (engine) => {
       '/v1/events/garbage',
       '/v1/webhooks/garbage',
       '/v1/webhooks/%F0%9F%92%A9/deliveries',
+      `/v1/events/${'x'.repeat(201)}`,
+      `/v1/task-types/${'k'.repeat(500)}/override`,
     ]) {
       expectError(await h.request({ method: 'GET', url }), 404, 'not_found');
     }
