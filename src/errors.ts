@@ -18,6 +18,9 @@ export const ERROR_STATUS = {
   plan_upgrade_required: 403,
   insufficient_scope: 403,
   cannot_archive_builtin: 409,
+  bad_request: 400,
+  request_timeout: 408,
+  headers_too_large: 431,
   service_unavailable: 503,
   internal_error: 500,
 } as const;

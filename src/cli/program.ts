@@ -3,7 +3,7 @@ import { systemClock } from '../clock.js';
 import { loadConfig, type Config } from '../config.js';
 import type { ServiceCtx } from '../context.js';
 import { isPlanName, type PlanName } from '../billing/plans.js';
-import { createApiKey, listApiKeys, revokeApiKey } from '../orgs/api-keys.js';
+import { createApiKey, listApiKeys, organizationOfKey, revokeApiKey } from '../orgs/api-keys.js';
 import { createOrganization, listOrganizations, organizationView, setPlan } from '../orgs/organizations.js';
 import { updateSettings } from '../settings/settings.js';
 import { migrateStorage, openStorage } from '../storage/db.js';
@@ -213,7 +213,10 @@ export function buildCli(): Command {
     .argument('<key_id>', 'the 8-character key id')
     .option('--json', 'machine-readable output', false)
     .action(async (keyId: string, opts: { json: boolean }) => {
-      const key = await withCtx((ctx) => revokeApiKey({ ctx, keyId }));
+      // The key id names one organisation (ids are unique across the service).
+      const key = await withCtx(async (ctx) =>
+        revokeApiKey({ ctx, orgId: await organizationOfKey({ ctx, keyId }), keyId }),
+      );
       print(opts.json, { key }, () => [`Revoked key ${key.id}.`]);
     });
 

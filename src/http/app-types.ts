@@ -27,6 +27,8 @@ declare module 'fastify' {
     plan?: PlanName;
     /** Which per-key rate applies; `none` when the handler counts itself (batch). */
     rateClass?: RateClass;
+    /** A body field whose array items the handler checks one by one (the batch's `events`). */
+    itemsAt?: string;
   }
   interface FastifyInstance {
     tally: AppDeps;

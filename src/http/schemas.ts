@@ -44,10 +44,13 @@ export const errorResponses = {
   '5xx': { ...ErrorSchema, 'x-response-description': 'Internal error, or the database is unavailable (503)' },
 };
 
-/** Query fields of every list endpoint: newest first, cursor = id of the last item seen. */
+/**
+ * Query fields of every list endpoint: newest first, cursor = id of the last item seen, so a
+ * cursor has the shape of an id (a prefix and a ULID); anything else is a 422, never a query.
+ */
 export const ListQueryFields = {
   limit: Type.Integer({ minimum: 1, maximum: 100, default: 50 }),
-  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+  cursor: Type.Optional(Type.String({ pattern: '^[a-z]{1,8}_[0-9A-HJKMNP-TV-Z]{26}$' })),
 };
 
 /** A response schema with the description the document gives the response. */

@@ -7,6 +7,7 @@ import { newId } from '../ids.js';
 import type { AppDeps } from './app-types.js';
 import { registerAuth } from './auth.js';
 import { handleError, sendError } from './errors.js';
+import { clientErrorHandler, frameworkErrors, registerInputGuard } from './input-guard.js';
 import { createMetrics } from './metrics.js';
 import { SWAGGER_OPTIONS } from './openapi.js';
 import { registerServiceRoutes } from './service-routes.js';
@@ -59,6 +60,9 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     // Our own onRequest hook answers while closing, in the one error body (Fastify's 503 fast
     // path writes its own body and skips every hook).
     return503OnClosing: false,
+    // Requests refused before routing answer in the one error body too (input-guard.ts).
+    clientErrorHandler,
+    frameworkErrors,
   });
   const bodyAjv = makeAjv(false);
   const textAjv = makeAjv(true);
@@ -69,6 +73,7 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
   // Bodies are JSON only (DESIGN §2): Fastify's built-in text/plain parser would hand a string to
   // validation (422) where the client needs to hear 415.
   app.removeContentTypeParser('text/plain');
+  registerInputGuard(app);
 
   app.decorate('tally', deps);
   app.decorate('metrics', createMetrics());

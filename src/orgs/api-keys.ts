@@ -5,7 +5,8 @@ import { AppError, notFound, validationError } from '../errors.js';
 import { randomAlnum } from '../ids.js';
 import type { DbOrTrx } from '../storage/db.js';
 import type { ApiKeyRow } from '../storage/schema.js';
-import { organizationFromRow, type Organization } from './organizations.js';
+import { recordAudit } from '../audit/audit-log.js';
+import { getOrganization, organizationFromRow, type Organization } from './organizations.js';
 
 /** `tally_live_<8>_<48>`: the 8-character part is the public key id. */
 const KEY_PATTERN = /^tally_live_([A-Za-z0-9]{8})_([A-Za-z0-9]{48})$/;
@@ -95,15 +96,58 @@ export async function listApiKeys({ ctx, orgId }: { ctx: ServiceCtx; orgId: stri
   return rows.map(keyView);
 }
 
-export async function revokeApiKey({ ctx, keyId }: { ctx: ServiceCtx; keyId: string }) {
-  const row = await ctx.db.selectFrom('api_keys').selectAll().where('id', '=', keyId).executeTakeFirst();
+/** The organisation a key belongs to (key ids are unique across the service, DESIGN §3). */
+export async function organizationOfKey({ ctx, keyId }: { ctx: ServiceCtx; keyId: string }): Promise<string> {
+  const row = await ctx.db.selectFrom('api_keys').select('org_id').where('id', '=', keyId).executeTakeFirst();
   if (!row) throw notFound(`API key ${keyId}`);
-  if (row.revoked_at === null) {
+  return row.org_id;
+}
+
+/**
+ * Revokes one key of one organisation (a key of another organisation is not found), with its
+ * audit entry in the same transaction (DESIGN §5). Revoking a revoked key changes nothing and
+ * records nothing. `actorKeyId` is the acting key; null when the CLI acts.
+ */
+export async function revokeApiKey({
+  ctx,
+  orgId,
+  keyId,
+  actorKeyId = null,
+}: {
+  ctx: ServiceCtx;
+  orgId: string;
+  keyId: string;
+  actorKeyId?: string | null;
+}) {
+  const org = await getOrganization({ ctx, id: orgId });
+  return ctx.db.transaction().execute(async (trx) => {
+    const row = await trx
+      .selectFrom('api_keys')
+      .selectAll()
+      .where('id', '=', keyId)
+      .where('org_id', '=', orgId)
+      .executeTakeFirst();
+    if (!row) throw notFound(`API key ${keyId}`);
+    if (row.revoked_at !== null) return keyView(row);
     const at = ctx.clock.now().getTime();
-    await ctx.db.updateTable('api_keys').set({ revoked_at: at }).where('id', '=', keyId).execute();
-    row.revoked_at = at;
-  }
-  return keyView(row);
+    const revoked = { ...row, revoked_at: at };
+    await trx
+      .updateTable('api_keys')
+      .set({ revoked_at: at })
+      .where('id', '=', keyId)
+      .where('org_id', '=', orgId)
+      .execute();
+    await recordAudit(
+      { ...ctx, db: trx, org, actorKeyId },
+      {
+        action: 'api_key.revoked',
+        target: `api_key:${keyId}`,
+        before: keyView(row),
+        after: keyView(revoked),
+      },
+    );
+    return keyView(revoked);
+  });
 }
 
 /**

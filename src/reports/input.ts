@@ -1,3 +1,4 @@
+import { validationError } from '../errors.js';
 import type { Outcome } from '../orgs/organizations.js';
 import { parseGroupBy, type Dimension, type Metric, type Period, type ReportInput } from './params.js';
 
@@ -14,6 +15,9 @@ export interface ReportQueryString {
   top?: number;
 }
 
+/** `metadata.KEY=VALUE` filters one report may combine (README "Limits"). */
+export const MAX_METADATA_FILTERS = 10;
+
 /** Turns a validated query string into the report verb's input, with the route's defaults. */
 export function reportInput(
   query: ReportQueryString,
@@ -22,6 +26,9 @@ export function reportInput(
   const metadata: Array<[string, string]> = [];
   for (const [name, value] of Object.entries(query)) {
     if (name.startsWith('metadata.') && typeof value === 'string') metadata.push([name.slice(9), value]);
+  }
+  if (metadata.length > MAX_METADATA_FILTERS) {
+    throw validationError('/querystring', `must have at most ${MAX_METADATA_FILTERS} metadata.KEY filters`);
   }
   metadata.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return {

@@ -32,7 +32,9 @@ const SettingsPatchBody = Type.Object(
     fallback_baseline_minutes: Type.Optional(
       Type.Union([Type.Number({ exclusiveMinimum: 0, maximum: 525600 }), Type.Null()]),
     ),
-    usd_exchange_rate: Type.Optional(Type.Union([Type.Number({ exclusiveMinimum: 0 }), Type.Null()])),
+    usd_exchange_rate: Type.Optional(
+      Type.Union([Type.Number({ exclusiveMinimum: 0, maximum: 1_000_000 }), Type.Null()]),
+    ),
     admin_emails: Type.Optional(
       Type.Array(Type.String({ format: 'email', maxLength: 254 }), { maxItems: 50 }),
     ),

@@ -1,5 +1,5 @@
 import { PostgresAdapter } from 'kysely';
-import type { Db } from '../storage/db.js';
+import { isUnavailableError, type Db } from '../storage/db.js';
 import type { TrackJob, TrackResult } from './job.js';
 import { processBatch } from './pipeline.js';
 
@@ -76,6 +76,15 @@ export class TrackBatcher {
         slot,
       );
     } catch (error) {
+      if (batch.length > 1 && !isUnavailableError(error)) {
+        // The group shared one transaction, so one event the database refuses rolled back all
+        // of them: each half goes again in its own, down to the event that fails alone
+        // (a few transactions per bad event, none while every event is storable).
+        const half = Math.ceil(batch.length / 2);
+        await this.run(batch.slice(0, half), slot);
+        await this.run(batch.slice(half), slot);
+        return;
+      }
       for (const p of batch) p.reject(error);
       return;
     }

@@ -26,6 +26,7 @@ export async function claimIdempotencyKey(
     )
     .executeTakeFirst();
   if (Number(result.numInsertedOrUpdatedRows ?? 0) > 0) return null;
+  // The key is the organisation's (spec §4.1): another organisation may hold the same value.
   const holder = await db
     .selectFrom('idempotency_keys')
     .select('event_id')

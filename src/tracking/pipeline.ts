@@ -85,7 +85,7 @@ export async function processBatch(db: DbOrTrx, jobs: TrackJob[], shard = 0): Pr
       job.eventId,
       job.receivedAt.getTime(),
     );
-    if (holder !== null) outcomes[l.index] = await replayOf(db, holder);
+    if (holder !== null) outcomes[l.index] = await replayOf(db, job.ctx.org.id, holder);
   }
   live = live.filter((l) => outcomes[l.index] === undefined);
 
@@ -118,8 +118,13 @@ function planOf(job: TrackJob) {
   return job.ctx.config.plans[job.ctx.org.plan];
 }
 
-async function replayOf(db: DbOrTrx, eventId: string): Promise<JobOutcome> {
-  const row = await db.selectFrom('events').selectAll().where('id', '=', eventId).executeTakeFirstOrThrow();
+async function replayOf(db: DbOrTrx, orgId: string, eventId: string): Promise<JobOutcome> {
+  const row = await db
+    .selectFrom('events')
+    .selectAll()
+    .where('org_id', '=', orgId)
+    .where('id', '=', eventId)
+    .executeTakeFirstOrThrow();
   return { ok: { event: eventView(row), replayed: true } };
 }
 
@@ -141,7 +146,7 @@ async function answerReplays(db: DbOrTrx, live: Live[], outcomes: JobOutcome[]):
     for (const l of group) {
       const holder = byKey.get(l.job.idempotencyKey ?? '');
       if (holder && Number(holder.created_at) > l.job.receivedAt.getTime() - IDEMPOTENCY_WINDOW_MS) {
-        outcomes[l.index] = await replayOf(db, holder.event_id);
+        outcomes[l.index] = await replayOf(db, orgId, holder.event_id);
       }
     }
   }

@@ -1,9 +1,10 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance } from 'fastify';
 import { Type, type Static } from '@sinclair/typebox';
 import { AppError } from '../errors.js';
 import { orgCtx } from '../http/app-types.js';
 import { consumeRate } from '../http/auth.js';
-import { errorBody } from '../http/errors.js';
+import { errorBody, toAppError } from '../http/errors.js';
+import { batchItemIssues, invalidEvent } from './batch-items.js';
 import { described, errorResponses, ListQueryFields } from '../http/schemas.js';
 import { getEvent, listEvents } from './events.js';
 import {
@@ -63,8 +64,10 @@ export function registerTrackingRoutes(app: FastifyInstance): void {
     '/v1/track/batch',
     {
       bodyLimit: BATCH_BODY_LIMIT_BYTES,
+      // An invalid event fails only itself (DESIGN §4): the handler sorts the issues by event.
+      attachValidation: true,
       // Counted per event once the body is read, so a batch can be partly admitted.
-      config: { rateClass: 'none' },
+      config: { rateClass: 'none', itemsAt: 'events' },
       schema: {
         tags: ['tracking'],
         operationId: 'trackBatch',
@@ -77,6 +80,8 @@ export function registerTrackingRoutes(app: FastifyInstance): void {
       },
     },
     async (request, reply) => {
+      // First: with the schema's issues attached, the body may not even be an object.
+      const invalid = batchItemIssues(request.validationError, request.body);
       const { events } = request.body;
       const granted = await consumeRate(app, request, reply, 'track', events.length);
       if (granted < 1)
@@ -85,11 +90,18 @@ export function registerTrackingRoutes(app: FastifyInstance): void {
       // Submitted together, the admitted events share one transaction; each still succeeds or
       // fails on its own.
       const settled = await Promise.allSettled(
-        events
-          .slice(0, granted)
-          .map(({ idempotency_key: idempotencyKey, ...input }, i) =>
-            trackEvent({ ctx, input, idempotencyKey: idempotencyKey ?? null, path: `/body/events/${i}` }),
-          ),
+        events.slice(0, granted).map((event, i) => {
+          // An invalid event may be anything, null included: only a valid one is taken apart.
+          const issues = invalid.get(i);
+          if (issues) return Promise.reject(invalidEvent(issues));
+          const { idempotency_key: idempotencyKey, ...input } = event;
+          return trackEvent({
+            ctx,
+            input,
+            idempotencyKey: idempotencyKey ?? null,
+            path: `/body/events/${i}`,
+          });
+        }),
       );
       const data = events.map((_event, i) => {
         const result = settled[i];
@@ -101,8 +113,9 @@ export function registerTrackingRoutes(app: FastifyInstance): void {
           return { status: 429, error: errorBody(error.code, error.message, request.id).error };
         }
         if (result.status === 'rejected') {
-          if (!(result.reason instanceof AppError)) throw result.reason;
-          const error = result.reason;
+          // An event the database refused fails alone too (the batcher isolates it).
+          const error = toAppError(result.reason as FastifyError);
+          if (error.code === 'internal_error') request.log.error({ err: result.reason }, 'event not stored');
           return {
             status: error.status,
             error: errorBody(error.code, error.message, request.id, error.details).error,

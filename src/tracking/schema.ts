@@ -1,8 +1,17 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { ErrorObjectSchema, named } from '../http/schemas.js';
 
-const NonNegative = Type.Number({ minimum: 0 });
-const TokenCount = Type.Integer({ minimum: 0 });
+/**
+ * Upper bounds of the numbers of a track body (README "Limits"). Every value derived from them
+ * (micro-units, hours × rate) stays an exact integer in JavaScript and in a 64-bit column, and a
+ * report can sum a thousand events at the maxima without overflow.
+ */
+export const MAX_AGENT_COST = 1_000_000_000;
+export const MAX_DURATION_SECONDS = 31_622_400;
+export const MAX_TOKENS = 1_000_000_000;
+export const MAX_BASELINE_MINUTES = 525_600;
+
+const TokenCount = Type.Integer({ minimum: 0, maximum: MAX_TOKENS });
 
 export const AuditSample = Type.Object(
   {
@@ -19,12 +28,12 @@ const trackFields = {
   agent_id: Type.String({ minLength: 1, maxLength: 200 }),
   task_type: Type.String({ minLength: 1, maxLength: 200 }),
   outcome: Type.Union([Type.Literal('success'), Type.Literal('failure'), Type.Literal('needs_review')]),
-  agent_duration_seconds: Type.Optional(NonNegative),
-  agent_cost: Type.Optional(NonNegative),
+  agent_duration_seconds: Type.Optional(Type.Number({ minimum: 0, maximum: MAX_DURATION_SECONDS })),
+  agent_cost: Type.Optional(Type.Number({ minimum: 0, maximum: MAX_AGENT_COST })),
   model: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
   tokens_in: Type.Optional(TokenCount),
   tokens_out: Type.Optional(TokenCount),
-  human_baseline_minutes: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 525600 })),
+  human_baseline_minutes: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: MAX_BASELINE_MINUTES })),
   metadata: Type.Optional(Type.Object({}, { additionalProperties: true })),
   audit_sample: Type.Optional(AuditSample),
   occurred_at: Type.Optional(Type.String({ format: 'date-time' })),

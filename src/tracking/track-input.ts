@@ -1,7 +1,9 @@
 import { AppError, validationError } from '../errors.js';
+import { nestingDepth } from '../http/storable.js';
 import { toMicros } from '../money.js';
 import type { Organization, Outcome } from '../orgs/organizations.js';
 import { priceRun, type RunPricing } from '../pricing/price-run.js';
+import { MAX_AGENT_COST } from './schema.js';
 
 /** A validated POST /v1/track body (spec §2.1). */
 export interface TrackInput {
@@ -26,6 +28,9 @@ export interface TrackInput {
 }
 
 export const METADATA_MAX_BYTES = 16 * 1024;
+/** Objects and arrays metadata may nest, itself included (README "Limits"). */
+export const METADATA_MAX_DEPTH = 32;
+const MAX_AGENT_COST_MICROS = toMicros(MAX_AGENT_COST);
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 /**
@@ -36,6 +41,9 @@ export function checkTrackInput(
   input: TrackInput,
   path: string,
 ): { occurredAt: Date | null; metadataJson: string | null } {
+  if (input.metadata !== undefined && nestingDepth(input.metadata) > METADATA_MAX_DEPTH) {
+    throw validationError(`${path}/metadata`, `must not nest deeper than ${METADATA_MAX_DEPTH} levels`);
+  }
   const metadataJson = input.metadata === undefined ? null : JSON.stringify(input.metadata);
   if (metadataJson !== null && Buffer.byteLength(metadataJson) > METADATA_MAX_BYTES) {
     throw validationError(`${path}/metadata`, `must be at most ${METADATA_MAX_BYTES} bytes serialized`);
@@ -94,4 +102,19 @@ export function agentCostOf(input: TrackInput, org: Organization, occurredAt: Da
     if (priced) return { micros: priced.agentCostMicros, source: 'computed', pricing: priced.pricing };
   }
   return { micros: null, source: 'none', pricing: null };
+}
+
+/**
+ * A cost priced from model and tokens is bounded like a given one: tokens at their maximum, the
+ * dearest model and a weak currency can price beyond what the arithmetic of reports carries.
+ */
+export function checkPricedCost(input: TrackInput, org: Organization, occurredAt: Date, path: string): void {
+  if (input.agent_cost !== undefined) return;
+  const { micros } = agentCostOf(input, org, occurredAt);
+  if (micros !== null && micros > MAX_AGENT_COST_MICROS) {
+    throw validationError(
+      `${path}/agent_cost`,
+      `priced from the model and tokens exceeds the maximum agent_cost of ${MAX_AGENT_COST}; send agent_cost`,
+    );
+  }
 }

@@ -4,7 +4,7 @@ import type { Db } from '../storage/db.js';
 import { batcherFor } from './batcher.js';
 import type { TrackJob, TrackResult } from './job.js';
 import { processBatch } from './pipeline.js';
-import { checkTrackInput, type TrackInput } from './track-input.js';
+import { checkPricedCost, checkTrackInput, type TrackInput } from './track-input.js';
 
 export type { TrackInput } from './track-input.js';
 export type { TrackResult } from './job.js';
@@ -27,6 +27,7 @@ export async function trackEvent({
 }): Promise<TrackResult> {
   const { occurredAt, metadataJson } = checkTrackInput(input, path);
   const receivedAt = ctx.clock.now();
+  checkPricedCost(input, ctx.org, occurredAt ?? receivedAt, path);
   const job: TrackJob = {
     ctx,
     input,

@@ -1,7 +1,15 @@
-/** Event types a subscription may choose (spec §6.1); `test.ping` is sent on request only. */
-export const SUBSCRIBABLE_EVENT_TYPES = ['event.created', 'agent.first_event', 'weekly.digest'] as const;
+/**
+ * Event types a subscription may choose: every type of spec §6.1 (§2.4). `test.ping` is sent on
+ * request whatever a webhook subscribes to, so choosing it changes nothing but is accepted.
+ */
+export const SUBSCRIBABLE_EVENT_TYPES = [
+  'event.created',
+  'agent.first_event',
+  'weekly.digest',
+  'test.ping',
+] as const;
 export type SubscribableEventType = (typeof SUBSCRIBABLE_EVENT_TYPES)[number];
-export type MessageType = SubscribableEventType | 'test.ping';
+export type MessageType = SubscribableEventType;
 
 export type WebhookStatus = 'active' | 'failing' | 'deactivated';
 

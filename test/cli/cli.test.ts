@@ -146,6 +146,11 @@ describe.each(ENGINES)('tally CLI (%s)', (engine) => {
       code: 'key_revoked',
     });
     expect((await authenticate({ ctx: db, token: newKey.api_key })).org.id).toBe(orgId);
+    // A revocation is audited like every other change (DESIGN §5), acted by the CLI (no key).
+    const audit = await db.db.selectFrom('audit_log').selectAll().where('org_id', '=', orgId).execute();
+    expect(audit.filter((e) => e.action === 'api_key.revoked')).toMatchObject([
+      { target: `api_key:${firstKeyId}`, actor_key_id: null },
+    ]);
   }, 90_000);
 });
 

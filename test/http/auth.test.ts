@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { revokeApiKey } from '../../src/orgs/api-keys.js';
+import { organizationOfKey, revokeApiKey } from '../../src/orgs/api-keys.js';
 import { ENGINES } from '../support/engines.js';
 import { expectError, REQUEST_ID } from '../support/errors.js';
 import { createHarness, type Harness } from '../support/harness.js';
@@ -99,7 +99,7 @@ describe.each(ENGINES)('authentication (%s)', (engine) => {
     const org = await h.createOrg();
     const before = await h.request({ method: 'GET', url: '/v1/events', apiKey: org.apiKey });
     expect(before.statusCode).toBe(200);
-    await revokeApiKey({ ctx: h.ctx, keyId: org.keyId });
+    await revokeApiKey({ ctx: h.ctx, orgId: org.id, keyId: org.keyId });
     const res = await h.request({ method: 'POST', url: '/v1/track', payload: TRACK, apiKey: org.apiKey });
     expectError(res, 401, 'key_revoked');
     // A revoked key with a wrong secret is still just unknown: revocation is not revealed.
@@ -110,6 +110,35 @@ describe.each(ENGINES)('authentication (%s)', (engine) => {
       'invalid_api_key',
     );
     expect((await h.request({ method: 'GET', url: '/v1/events' })).statusCode).toBe(200);
+  });
+
+  it('revokes a key only within its organisation, with an audit entry', async () => {
+    const [org, other] = [await h.createOrg(), await h.createOrg()];
+    await expect(revokeApiKey({ ctx: h.ctx, orgId: other.id, keyId: org.keyId })).rejects.toMatchObject({
+      code: 'not_found',
+    });
+    const stillWorks = await h.request({ method: 'GET', url: '/v1/events', apiKey: org.apiKey });
+    expect(stillWorks.statusCode).toBe(200);
+
+    expect(await organizationOfKey({ ctx: h.ctx, keyId: org.keyId })).toBe(org.id);
+    const revoked = await revokeApiKey({ ctx: h.ctx, orgId: org.id, keyId: org.keyId, actorKeyId: null });
+    expect(revoked).toMatchObject({ id: org.keyId, revoked_at: h.clock.now().toISOString() });
+    // Revoking again changes nothing and records nothing more.
+    await revokeApiKey({ ctx: h.ctx, orgId: org.id, keyId: org.keyId });
+    const entries = await h.storage.db
+      .selectFrom('audit_log')
+      .selectAll()
+      .where('org_id', 'in', [org.id, other.id])
+      .execute();
+    expect(entries).toHaveLength(1);
+    expect(entries[0]).toMatchObject({
+      org_id: org.id,
+      action: 'api_key.revoked',
+      target: `api_key:${org.keyId}`,
+      actor_key_id: null,
+    });
+    expect(JSON.parse(entries[0]?.before ?? 'null')).toMatchObject({ revoked_at: null });
+    expect(JSON.parse(entries[0]?.after ?? 'null')).toMatchObject({ revoked_at: revoked.revoked_at });
   });
 
   it('stores keys only as SHA-256 hashes', async () => {

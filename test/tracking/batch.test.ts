@@ -43,10 +43,40 @@ describe.each(ENGINES)('POST /v1/track/batch (%s)', (engine) => {
     expect(fetched.json()).toEqual(data[0].event);
   });
 
-  it('validates the whole body first: schema errors name the item', async () => {
-    const res = await batch([event(0), { ...event(1), outcome: 'maybe' }]);
-    expect(res.statusCode).toBe(422);
-    expect(res.json().error.details[0].path).toBe('/body/events/1/outcome');
+  it('fails only the events the schema rejects: 207 with their 422 and paths, the others 201', async () => {
+    const before = await h.request({ method: 'GET', url: '/v1/events?limit=100' });
+    const res = await batch([
+      event(0),
+      { ...event(1), outcome: 'maybe' },
+      null,
+      { ...event(3), colour: 'red', tokens_in: -1 },
+      event(4),
+    ]);
+    expect(res.statusCode, res.body).toBe(207);
+    const data = res.json().data;
+    expect(data.map((d: { status: number }) => d.status)).toEqual([201, 422, 422, 422, 201]);
+    expect(data[1].error).toMatchObject({
+      code: 'validation_error',
+      request_id: res.headers['x-request-id'],
+    });
+    expect(new Set(data[1].error.details.map((d: { path: string }) => d.path))).toEqual(
+      new Set(['/body/events/1/outcome']),
+    );
+    expect(data[2].error.details[0].path).toBe('/body/events/2');
+    expect(data[3].error.details.map((d: { path: string }) => d.path).sort()).toEqual([
+      '/body/events/3/colour',
+      '/body/events/3/tokens_in',
+    ]);
+    // Only the two valid events were stored.
+    const after = await h.request({ method: 'GET', url: '/v1/events?limit=100' });
+    expect(after.json().data.length - before.json().data.length).toBe(2);
+  });
+
+  it('still rejects a malformed envelope as a whole', async () => {
+    for (const payload of [{ events: 'x' }, { events: [event(0)], extra: 1 }, [], null]) {
+      const res = await h.request({ method: 'POST', url: '/v1/track/batch', payload: payload as object });
+      expect(res.statusCode, JSON.stringify(payload)).toBe(422);
+    }
   });
 
   it.each([

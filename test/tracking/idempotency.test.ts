@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { monthEvents, usageMonth } from '../../src/billing/usage-counter.js';
 import { createApiKey } from '../../src/orgs/api-keys.js';
+import { claimIdempotencyKey } from '../../src/tracking/idempotency.js';
 import { ENGINES } from '../support/engines.js';
 import { createHarness, type Harness, type TestOrg } from '../support/harness.js';
 
@@ -105,6 +106,42 @@ describe.each(ENGINES)('Idempotency-Key on POST /v1/track (%s)', (engine) => {
     expect(responses.filter((r) => r.headers['idempotent-replayed'] === 'true')).toHaveLength(39);
     expect(await eventCount(org.id)).toBe(1);
     expect(await usage(org.id)).toBe(1);
+  });
+
+  it('keeps organisations apart under a race: two organisations firing one key each get their own event', async () => {
+    const [a, b] = [await h.createOrg(), await h.createOrg()];
+    const fire = (org: TestOrg, agent: string) => track('shared-key', org, { ...body, agent_id: agent });
+    const responses = await Promise.all(
+      Array.from({ length: 30 }, (_, i) => (i % 2 === 0 ? fire(a, 'agent-of-a') : fire(b, 'agent-of-b'))),
+    );
+    expect(responses.map((r) => r.statusCode)).toEqual(Array(30).fill(201));
+    for (const [org, agent, parity] of [
+      [a, 'agent-of-a', 0],
+      [b, 'agent-of-b', 1],
+    ] as const) {
+      const own = responses.filter((_r, i) => i % 2 === parity).map((r) => r.json());
+      expect(new Set(own.map((e) => e.event_id)).size).toBe(1);
+      expect(own.every((e) => e.agent_id === agent)).toBe(true);
+      const fetched = await h.request({
+        method: 'GET',
+        url: `/v1/events/${own[0].event_id}`,
+        apiKey: org.apiKey,
+      });
+      expect(fetched.statusCode).toBe(200);
+      expect(await eventCount(org.id)).toBe(1);
+    }
+  });
+
+  it('a claim that loses a race sees the holder of its own organisation only', async () => {
+    // The claim's fallback read runs when another transaction committed the key meanwhile; here
+    // both organisations hold the key, and each losing claim must find its own event.
+    const [a, b] = [await h.createOrg(), await h.createOrg()];
+    const now = h.clock.now().getTime();
+    const db = h.storage.db;
+    expect(await claimIdempotencyKey(db, a.id, 'raced', 'evt_a', now)).toBeNull();
+    expect(await claimIdempotencyKey(db, b.id, 'raced', 'evt_b', now)).toBeNull();
+    expect(await claimIdempotencyKey(db, b.id, 'raced', 'evt_b2', now)).toBe('evt_b');
+    expect(await claimIdempotencyKey(db, a.id, 'raced', 'evt_a2', now)).toBe('evt_a');
   });
 
   it('replays the original even when the Free plan cap is reached, without counting it', async () => {

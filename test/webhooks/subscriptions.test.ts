@@ -108,13 +108,37 @@ describe.each(ENGINES)('webhook subscriptions API (%s)', (engine) => {
 
   it.each([
     [{ ...HOOK, event_types: [] }, '/body/event_types'],
-    [{ ...HOOK, event_types: ['test.ping'] }, '/body/event_types/0'],
+    [{ ...HOOK, event_types: ['test.pong'] }, '/body/event_types/0'],
     [{ ...HOOK, event_types: ['event.created', 'event.created'] }, '/body/event_types'],
     [{ ...HOOK, secret: 'mine' }, '/body/secret'],
   ])('rejects invalid bodies (%#)', async (payload, path) => {
     const res = await h.request({ method: 'POST', url: '/v1/webhooks', payload });
     expect(res.statusCode).toBe(422);
     expect(res.json().error.details.map((d: { path: string }) => d.path)).toContain(path);
+  });
+
+  it('accepts every event type of spec §6.1, test.ping included, on POST and PATCH', async () => {
+    const all = ['event.created', 'agent.first_event', 'weekly.digest', 'test.ping'];
+    const created = await h.request({
+      method: 'POST',
+      url: '/v1/webhooks',
+      payload: { ...HOOK, event_types: ['test.ping'] },
+    });
+    expect(created.statusCode, created.body).toBe(201);
+    expect(created.json().event_types).toEqual(['test.ping']);
+    const patched = await h.request({
+      method: 'PATCH',
+      url: `/v1/webhooks/${created.json().id}`,
+      payload: { event_types: all },
+    });
+    expect(patched.statusCode, patched.body).toBe(200);
+    expect(patched.json().event_types).toEqual(all);
+    const unknown = await h.request({
+      method: 'PATCH',
+      url: `/v1/webhooks/${created.json().id}`,
+      payload: { event_types: ['test.pong'] },
+    });
+    expect(unknown.statusCode).toBe(422);
   });
 
   it('hides other organisations’ webhooks (404) and needs the Pro plan (403)', async () => {
