@@ -5,6 +5,7 @@ import * as webhooks from './2026_11_22_0003_webhooks.js';
 import * as rollupPairs from './2026_11_22_0004_rollup_pairs.js';
 import * as rollupBuckets from './2026_11_22_0005_rollup_buckets.js';
 import * as rollupOutcomes from './2026_11_22_0006_rollup_outcomes.js';
+import * as ingestWatermark from './2026_11_24_0010_ingest_watermark.js';
 
 /** Every migration, by name; names sort in the order they apply. Add new files here. */
 export const migrations: Record<string, Migration> = {
@@ -14,4 +15,5 @@ export const migrations: Record<string, Migration> = {
   '2026_11_22_0004_rollup_pairs': rollupPairs,
   '2026_11_22_0005_rollup_buckets': rollupBuckets,
   '2026_11_22_0006_rollup_outcomes': rollupOutcomes,
+  '2026_11_24_0010_ingest_watermark': ingestWatermark,
 };
