@@ -16,6 +16,12 @@ export interface Config {
   webhookRetryDelaysSeconds: number[];
   webhookTimeoutMs: number;
   webhookAllowPrivateNetworks: boolean;
+  /**
+   * Each track call folds the events it committed before it answers (TALLY_FOLD_INLINE=true):
+   * for tests that read the derived tables right after tracking. Off in production, where the
+   * folding stage runs on its own (fold.ts, DESIGN §11).
+   */
+  foldInline: boolean;
 }
 
 /** Thrown for bad configuration; its message is the one line printed before exiting. */
@@ -104,5 +110,6 @@ export function loadConfig(env: Env = process.env): Config {
     webhookRetryDelaysSeconds: retryDelays(env.TALLY_WEBHOOK_RETRY_DELAYS),
     webhookTimeoutMs: integer(env, 'TALLY_WEBHOOK_TIMEOUT_MS', 10_000, 1, 600_000),
     webhookAllowPrivateNetworks: boolean(env, 'TALLY_WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
+    foldInline: boolean(env, 'TALLY_FOLD_INLINE', false),
   };
 }

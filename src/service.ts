@@ -6,6 +6,7 @@ import { buildApp } from './http/server.js';
 import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './http/rate-limit.js';
 import { countOrganizations, createOrganization } from './orgs/organizations.js';
 import { migrateToLatest, openStorage, type Storage } from './storage/db.js';
+import { foldStageFor, type FoldStage } from './tracking/fold.js';
 import { DeliveryWorker } from './webhooks/worker.js';
 
 export function createRateLimiter(config: Config): RateLimiter {
@@ -29,6 +30,7 @@ export interface RunningService {
   app: FastifyInstance | null;
   storage: Storage;
   worker: DeliveryWorker | null;
+  fold: FoldStage | null;
   stop(): Promise<void>;
 }
 
@@ -50,10 +52,18 @@ export async function startService(config: Config, clock: Clock = systemClock): 
     await app.listen({ host: config.host, port: config.port });
   }
 
-  // TALLY_ROLE=api leaves deliveries, e-mail and digests to `tally worker` processes.
+  // TALLY_ROLE=api leaves folding, deliveries, e-mail and digests to `tally worker` processes.
   let worker: DeliveryWorker | null = null;
+  let fold: FoldStage | null = null;
   if (config.role !== 'api') {
     const log = app?.log;
+    fold = foldStageFor(ctx, {
+      onError: (error) => {
+        if (log) log.error({ err: error }, 'folding stage: a pass failed');
+        else process.stderr.write(`folding stage: a pass failed: ${(error as Error).message}\n`);
+      },
+    });
+    fold.start();
     worker = new DeliveryWorker(ctx, {
       onError: (error, what) => {
         if (log) log.error({ err: error }, `webhook worker: ${what} failed`);
@@ -67,9 +77,11 @@ export async function startService(config: Config, clock: Clock = systemClock): 
     app,
     storage,
     worker,
+    fold,
     // Fastify's close stops accepting, lets in-flight requests finish, then resolves.
     async stop() {
       if (app) await app.close();
+      if (fold) await fold.stop();
       if (worker) await worker.stop();
       await rateLimiter.close();
       await storage.close();
