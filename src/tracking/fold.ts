@@ -4,6 +4,7 @@ import type { ServiceCtx } from '../context.js';
 import { applyRollupDeltas, rollupDeltas } from '../reports/rollups.js';
 import type { Db, DbOrTrx, Engine } from '../storage/db.js';
 import type { EventRow } from '../storage/schema.js';
+import { readWatermark } from '../storage/snapshot.js';
 import { enqueueNewEventMessages, type NewEventMessage } from '../webhooks/outbox.js';
 import { eventView } from './events.js';
 
@@ -140,6 +141,10 @@ async function writeMessages(trx: DbOrTrx, ctx: ServiceCtx, rows: readonly Event
 export async function foldOnce(ctx: ServiceCtx, options: FoldOptions = {}): Promise<FoldResult> {
   const limit = Math.max(1, options.limit ?? FOLD_BATCH);
   const postgres = ctx.engine === 'postgres';
+  // Most passes of a polling stage find no tail: they end on this read, without a transaction.
+  if (!(await hasTail(ctx.db))) {
+    return { folded: 0, more: false, watermark: await readWatermark(ctx.db) };
+  }
   return ctx.db.transaction().execute(async (trx) => {
     if (postgres) await sql`SELECT pg_advisory_xact_lock(${FOLD_LOCK})`.execute(trx);
     // SQLite: take the write lock first, so no other process writes between the reads below
@@ -190,6 +195,14 @@ export async function foldOnce(ctx: ServiceCtx, options: FoldOptions = {}): Prom
       .execute();
     return { folded: rows.length, more, watermark: to };
   });
+}
+
+/** Whether any event is after the watermark. */
+async function hasTail(db: DbOrTrx): Promise<boolean> {
+  const { rows } = await sql<{ one: unknown }>`
+    SELECT 1 AS one FROM events
+    WHERE ingest_seq >= (SELECT watermark FROM fold_state WHERE id = 1) LIMIT 1`.execute(db);
+  return rows.length > 0;
 }
 
 /** The tail (events after the watermark) and the age of its oldest event, in one snapshot. */
