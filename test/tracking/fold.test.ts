@@ -213,6 +213,26 @@ describe.each(ENGINES)('the folding stage (%s)', (engine) => {
     await expectExact(ctx);
   });
 
+  it('/metrics shows the tail length and the fold lag', async () => {
+    await foldAll(h.ctx);
+    const ctx = await orgWithWebhook();
+    const metric = async (name: string) => {
+      const res = await h.request({ method: 'GET', url: '/metrics', apiKey: null });
+      const line = res.body.split('\n').find((l) => l.startsWith(`${name} `));
+      return Number(line?.split(' ')[1]);
+    };
+    expect(await metric('tally_fold_tail_events')).toBe(0);
+    expect(await metric('tally_fold_lag_seconds')).toBe(0);
+    await seed(ctx, randomEvents(5, 3));
+    h.clock.set(new Date(NOW + 2500));
+    expect(await metric('tally_fold_tail_events')).toBe(3);
+    expect(await metric('tally_fold_lag_seconds')).toBe(2.5);
+    await foldAll(h.ctx);
+    expect(await metric('tally_fold_tail_events')).toBe(0);
+    expect(await metric('tally_fold_lag_seconds')).toBe(0);
+    h.clock.set(new Date(NOW));
+  });
+
   it('a back-dated event waits in the tail, then folds into its own day', async () => {
     await foldAll(h.ctx);
     const ctx = await orgWithWebhook();
