@@ -52,6 +52,12 @@ export interface HttpTimeouts {
   keepAliveTimeoutMs: number;
   /** A connection on which nothing moves in either direction while a request is open. */
   idleTimeoutMs: number;
+  /**
+   * Each track call folds the events it committed before it answers (TALLY_FOLD_INLINE=true):
+   * for tests that read the derived tables right after tracking. Off in production, where the
+   * folding stage runs on its own (fold.ts, DESIGN §11).
+   */
+  foldInline: boolean;
 }
 
 /** Thrown for bad configuration; its message is the one line printed before exiting. */
@@ -185,5 +191,6 @@ export function loadConfig(env: Env = process.env): Config {
       idleTimeoutMs: integer(env, 'TALLY_HTTP_IDLE_TIMEOUT_MS', 60_000, 100, 3_600_000),
     },
     shutdownTimeoutMs: integer(env, 'TALLY_SHUTDOWN_TIMEOUT_MS', 10_000, 100, 600_000),
+    foldInline: boolean(env, 'TALLY_FOLD_INLINE', false),
   };
 }

@@ -6,6 +6,7 @@ import { buildApp } from './http/server.js';
 import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './http/rate-limit.js';
 import { countOrganizations, createOrganization } from './orgs/organizations.js';
 import { migrateStorage, openStorage, type Storage } from './storage/db.js';
+import { foldStageFor, type FoldStage } from './tracking/fold.js';
 import { DeliveryWorker } from './webhooks/worker.js';
 
 export function createRateLimiter(
@@ -34,6 +35,7 @@ export interface RunningService {
   app: FastifyInstance | null;
   storage: Storage;
   worker: DeliveryWorker | null;
+  fold: FoldStage | null;
   stop(): Promise<void>;
 }
 
@@ -66,9 +68,14 @@ export async function startService(config: Config, clock: Clock = systemClock): 
     await app.listen({ host: config.host, port: config.port });
   }
 
-  // TALLY_ROLE=api leaves deliveries, e-mail and digests to `tally worker` processes.
+  // TALLY_ROLE=api leaves folding, deliveries, e-mail and digests to `tally worker` processes.
   let worker: DeliveryWorker | null = null;
+  let fold: FoldStage | null = null;
   if (config.role !== 'api') {
+    fold = foldStageFor(ctx, {
+      onError: (error) => log('error', 'folding stage: a pass failed', error),
+    });
+    fold.start();
     worker = new DeliveryWorker(ctx, {
       onError: (error, what) => log('error', `webhook worker: ${what} failed`, error),
     });
@@ -79,6 +86,7 @@ export async function startService(config: Config, clock: Clock = systemClock): 
     app,
     storage,
     worker,
+    fold,
     // Fastify's close stops accepting, lets in-flight requests finish, then resolves. A client
     // that never finishes its request must not hold shutdown: after TALLY_SHUTDOWN_TIMEOUT_MS
     // the connections still open are closed (their requests were never acknowledged).
@@ -95,6 +103,7 @@ export async function startService(config: Config, clock: Clock = systemClock): 
           clearTimeout(deadline);
         }
       }
+      if (fold) await fold.stop();
       if (worker) await worker.stop();
       await rateLimiter.close();
       await storage.close();

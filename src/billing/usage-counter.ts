@@ -1,3 +1,4 @@
+import { PostgresAdapter, sql } from 'kysely';
 import type { DbOrTrx } from '../storage/db.js';
 import { insertRows } from '../storage/insert-rows.js';
 
@@ -13,6 +14,72 @@ export interface UsageIncrement {
 export function usageMonth(at: Date): string {
   return at.toISOString().slice(0, 7);
 }
+
+/** The first and the next month's first millisecond of a `YYYY-MM` month, in UTC. */
+export function monthRange(month: string): [number, number] {
+  const year = Number(month.slice(0, 4));
+  const index = Number(month.slice(5, 7)) - 1;
+  return [Date.UTC(year, index, 1), Date.UTC(year, index + 1, 1)];
+}
+
+/**
+ * The organisation's events of `month` (by time of receipt) and of all time, exact and in one
+ * snapshot (one statement): the counts folded into usage_monthly up to the watermark plus the
+ * events of the tail after it (DESIGN §11). `watermark` is the one read in the caller's
+ * snapshot, or null to read it in this statement.
+ */
+export async function usageCounts(
+  db: DbOrTrx,
+  orgId: string,
+  month: string,
+  watermark: string | number | null = null,
+): Promise<{ month: number; lifetime: number }> {
+  const [from, to] = monthRange(month);
+  const mark = watermark === null ? sql`(SELECT watermark FROM fold_state)` : sql`${watermark}`;
+  const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+  const seq = postgres && watermark !== null ? sql`${mark}::xid8` : mark;
+  const tail = sql`FROM events WHERE org_id = ${orgId} AND ingest_seq >= ${seq}`;
+  const { rows } = await sql<{
+    month_folded: unknown;
+    month_tail: unknown;
+    all_folded: unknown;
+    all_tail: unknown;
+  }>`
+    SELECT
+      (SELECT COALESCE(SUM(events), 0) FROM usage_monthly WHERE org_id = ${orgId} AND month = ${month}) AS month_folded,
+      (SELECT COUNT(*) ${tail} AND received_at >= ${from} AND received_at < ${to}) AS month_tail,
+      (SELECT COALESCE(SUM(events), 0) FROM usage_monthly WHERE org_id = ${orgId}) AS all_folded,
+      (SELECT COUNT(*) ${tail}) AS all_tail`.execute(db);
+  const row = rows[0];
+  return {
+    month: Number(row?.month_folded ?? 0) + Number(row?.month_tail ?? 0),
+    lifetime: Number(row?.all_folded ?? 0) + Number(row?.all_tail ?? 0),
+  };
+}
+
+/**
+ * Admits up to `n` events of a plan with a hard cap into the organisation's month: how many
+ * fit under `cap`, counted exactly (usageCounts). Concurrent transactions of one organisation
+ * take its lock first (PostgreSQL: an advisory lock held to the end of the transaction, so the
+ * next one counts this one's events; SQLite has one writer). Nothing is written: the events
+ * themselves are the count.
+ */
+export async function admitCapped(
+  db: DbOrTrx,
+  orgId: string,
+  month: string,
+  n: number,
+  cap: number,
+): Promise<number> {
+  if (db.getExecutor().adapter instanceof PostgresAdapter) {
+    await sql`SELECT pg_advisory_xact_lock(${CAP_LOCK_CLASS}, hashtext(${orgId}))`.execute(db);
+  }
+  const counted = (await usageCounts(db, orgId, month)).month;
+  return Math.max(0, Math.min(n, cap - counted));
+}
+
+/** The first key of the advisory locks of capped organisations (the second is the org's hash). */
+const CAP_LOCK_CLASS = 7_311_001;
 
 /**
  * Adds `n` events to the organisation's month and returns how many fit under `cap` (null = no

@@ -1,7 +1,17 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
-/** One registry per app, so several apps in one process (tests) do not collide. */
-export function createMetrics() {
+/** The folding stage's tail as /metrics reads it (fold.ts tailState, with the service's clock). */
+export interface FoldTail {
+  events: number;
+  /** Seconds since the oldest event of the tail was received; 0 when the tail is empty. */
+  lagSeconds: number;
+}
+
+/**
+ * One registry per app, so several apps in one process (tests) do not collide. `foldTail`, when
+ * given, is read at each scrape.
+ */
+export function createMetrics(foldTail?: () => Promise<FoldTail>) {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'tally_' });
   const requests = new Counter({
@@ -22,6 +32,28 @@ export function createMetrics() {
     help: 'Events stored by POST /v1/track and /v1/track/batch.',
     registers: [registry],
   });
+  if (foldTail) {
+    // A scrape while the database is away leaves the last values.
+    const read = () => foldTail().catch(() => null);
+    new Gauge({
+      name: 'tally_fold_tail_events',
+      help: 'Events committed but not folded into rollups, usage and webhook messages yet (DESIGN §11).',
+      registers: [registry],
+      async collect() {
+        const tail = await read();
+        if (tail) this.set(tail.events);
+      },
+    });
+    new Gauge({
+      name: 'tally_fold_lag_seconds',
+      help: 'Age of the oldest event not folded yet, in seconds; 0 when the folding stage has caught up.',
+      registers: [registry],
+      async collect() {
+        const tail = await read();
+        if (tail) this.set(tail.lagSeconds);
+      },
+    });
+  }
   return { registry, requests, duration, eventsTracked };
 }
 

@@ -92,13 +92,25 @@ function metadataMatch(engine: Engine, key: string, value: string): RawBuilder<u
   return sql`(metadata::jsonb -> ${key}::text) IN (${sql.join(candidates)})`;
 }
 
-function rawConditions(spec: AggregateSpec, from: number, to: number): RawBuilder<unknown>[] {
+/** The tail's condition: events not folded yet (`ingest_seq >= watermark`, fold.ts). */
+function tailCondition(spec: AggregateSpec, watermark: string | number | null): RawBuilder<unknown> {
+  if (watermark === null) return sql`ingest_seq >= (SELECT watermark FROM fold_state WHERE id = 1)`;
+  return spec.engine === 'postgres'
+    ? sql`ingest_seq >= ${String(watermark)}::xid8`
+    : sql`ingest_seq >= ${watermark}`;
+}
+
+function rawConditions(
+  spec: AggregateSpec,
+  source: Exclude<Source, { kind: 'rollup' }>,
+): RawBuilder<unknown>[] {
   const { filters } = spec;
   const where: RawBuilder<unknown>[] = [
     sql`org_id = ${spec.orgId}`,
-    sql`occurred_at >= ${from}`,
-    sql`occurred_at < ${to}`,
+    sql`occurred_at >= ${source.from}`,
+    sql`occurred_at < ${source.to}`,
   ];
+  if (source.kind === 'tail') where.push(tailCondition(spec, source.watermark));
   if (filters.agentId !== undefined) where.push(sql`agent_id = ${filters.agentId}`);
   if (filters.taskType !== undefined) where.push(sql`task_type = ${filters.taskType}`);
   if (filters.clientId !== undefined) where.push(sql`client_id = ${filters.clientId}`);
@@ -113,7 +125,10 @@ function rawConditions(spec: AggregateSpec, from: number, to: number): RawBuilde
  * Over a long window an agent or task type filter narrows better through its own index, so the
  * planner keeps those; the partial day at an edge of a window is always read by time.
  */
-function rawIndex(spec: AggregateSpec, from: number, to: number): RawBuilder<unknown> {
+function rawIndex(spec: AggregateSpec, source: Exclude<Source, { kind: 'rollup' }>): RawBuilder<unknown> {
+  // The tail is short (the stage keeps up) and may span the whole window.
+  if (source.kind === 'tail') return spec.engine === 'sqlite' ? sql` INDEXED BY events_ingest_seq` : sql``;
+  const { from, to } = source;
   const narrowed = spec.filters.agentId !== undefined || spec.filters.taskType !== undefined;
   const byTime = !narrowed || to - from <= DAY_MS;
   return spec.engine === 'sqlite' && byTime ? sql` INDEXED BY events_org_occurred` : sql``;
@@ -127,9 +142,9 @@ function sideQuery(spec: AggregateSpec, source: Source): RawBuilder<unknown> {
   // Pieces taken away (a week minus its days outside the window, today minus the events
   // stamped after the window's end) count negatively.
   const minus = source.sign === -1 ? sql`-` : sql``;
-  if (source.kind === 'raw') {
-    const where = sql.join(rawConditions(spec, source.from, source.to), sql` AND `);
-    const from = sql`FROM events${rawIndex(spec, source.from, source.to)} WHERE ${where}`;
+  if (source.kind !== 'rollup') {
+    const where = sql.join(rawConditions(spec, source), sql` AND `);
+    const from = sql`FROM events${rawIndex(spec, source)} WHERE ${where}`;
     const keyed = spec.groupBy.filter((d) => KEYED.includes(d)).length;
     if (keyed >= 2 && spec.sources.some((s) => s.kind === 'rollup')) {
       // An edge of a window the rollups answer, grouped by two or three keys: its few thousand

@@ -8,14 +8,18 @@ import {
   type Keyed,
 } from './rollups.js';
 import { NUMBER_TEXT, type Dimension, type ReportFilters, type ReportRange } from './params.js';
+import type { IngestSeq } from '../storage/snapshot.js';
 
 /**
  * One piece of a report's window, added (sign 1) or taken away (sign −1): rollup buckets whose
- * first day is in [fromDay, toDay), or raw events of a time span [from, to).
+ * first day is in [fromDay, toDay), raw events of a time span [from, to), or the tail: the
+ * events of a time span not folded into the rollups yet (`ingest_seq >= watermark`; a null
+ * watermark is read in the report's own statement).
  */
 export type Source =
   | { kind: 'rollup'; grain: Grain; bucket: Bucket; fromDay: number; toDay: number; sign: 1 | -1 }
-  | { kind: 'raw'; from: number; to: number; sign: 1 | -1 };
+  | { kind: 'raw'; from: number; to: number; sign: 1 | -1 }
+  | { kind: 'tail'; from: number; to: number; sign: 1; watermark: IngestSeq | null };
 
 /** The dimensions the rollups key by; the others are time. */
 export const KEYED: readonly Dimension[] = ['agent', 'task_type', 'client'];
@@ -162,13 +166,15 @@ export function coverDays(a: number, b: number, levels: readonly Bucket[], empty
  * stamped up to 24 hours ahead can be there). The day the window starts in is read either as raw
  * events from the start to midnight, or, when the part before the start is the shorter one, as
  * that day's rollup rows minus the raw events before the start. Reports no rollup keeps read
- * raw events for the whole window.
+ * raw events for the whole window. With a `watermark`, the rollups' days also read the tail
+ * (DESIGN §11); without one, the rollups are taken as holding every event (callers that fold
+ * first, and tests of the cover).
  */
 export function planSources(
   range: ReportRange,
   groupBy: readonly Dimension[],
   filters: ReportFilters,
-  options: { forceRaw?: boolean } = {},
+  options: { forceRaw?: boolean; watermark?: IngestSeq | null } = {},
 ): Source[] {
   const { from, endExclusive: to } = range;
   const grain = options.forceRaw ? null : chooseGrain(groupBy, filters);
@@ -184,6 +190,17 @@ export function planSources(
   const emptyFrom = Math.floor((range.to + DAY_MS) / DAY_MS) + 1;
   const cover = coverDays(fromDay, toDay, usableBuckets(grain, groupBy), emptyFrom);
   const sources: Source[] = cover.pieces.map((p) => ({ kind: 'rollup', grain, ...p }));
+  // The rollups hold the events up to the watermark; the pieces of the cover add up to the
+  // whole days [fromDay, toDay) once each, so the tail's events of those days are added once.
+  if (options.watermark !== undefined) {
+    sources.push({
+      kind: 'tail',
+      from: fromDay * DAY_MS,
+      to: toDay * DAY_MS,
+      sign: 1,
+      watermark: options.watermark,
+    });
+  }
   if (fromDay * DAY_MS < from) sources.push({ kind: 'raw', from: fromDay * DAY_MS, to: from, sign: -1 });
   if (from < fromDay * DAY_MS) sources.push({ kind: 'raw', from, to: fromDay * DAY_MS, sign: 1 });
   if (to < toDay * DAY_MS) sources.push({ kind: 'raw', from: to, to: toDay * DAY_MS, sign: -1 });

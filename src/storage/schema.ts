@@ -88,6 +88,19 @@ export interface EventsTable {
   occurred_at: number;
   received_at: number;
   idempotency_key: string | null;
+  /**
+   * Where the event stands in commit order (migration 0010): the inserting transaction's id
+   * (`xid8`, as text) on PostgreSQL, a number given by the tracking transaction on SQLite; null
+   * for events from before it.
+   */
+  ingest_seq: string | number | null;
+}
+
+/** The folding stage's watermark: events with `ingest_seq >= watermark` are the tail. */
+export interface FoldStateTable {
+  id: number;
+  watermark: string | number;
+  folded_at: number;
 }
 
 export interface IdempotencyKeysTable {
@@ -258,6 +271,7 @@ export interface Database {
   webhook_attempts: WebhookAttemptsTable;
   emails: EmailsTable;
   digest_runs: DigestRunsTable;
+  fold_state: FoldStateTable;
 }
 
 export type OrganizationRow = Selectable<OrganizationsTable>;

@@ -1,54 +1,54 @@
 import { CompiledQuery, PostgresAdapter, type QueryCreator } from 'kysely';
-import { addUsage, usageMonth, type UsageIncrement } from '../billing/usage-counter.js';
-import { applyRollupDeltas, rollupDeltas, upsertRollups, type RollupDelta } from '../reports/rollups.js';
 import type { DbOrTrx } from '../storage/db.js';
 import { insertEachRow, insertRows, type PgType } from '../storage/insert-rows.js';
 import type { Database, EventRow } from '../storage/schema.js';
 
 // Events per write: on PostgreSQL one statement (one array per column); on SQLite each event
-// is a one-row insert and each of its rollup rows (up to 20 per event) a one-row upsert.
-const CHUNK = 200;
+// is a one-row insert.
+const CHUNK = 500;
 
 /**
- * Writes new events with the rows that change with them (DESIGN §4): the agents seen for the
- * first time, the report rollups in the caller's `shard`, and the month's usage of the
- * organisations in `countUsageOf` (plans without a cap; capped plans are counted before the
- * insert). On PostgreSQL each chunk is one statement of data-modifying CTEs: one round trip
- * instead of four. Returns the ids of the events that are the first of their agent.
+ * Writes new events with the agents seen for the first time (DESIGN §4, §11). Nothing else: the
+ * report rollups, the usage counts and the webhook messages are derived from the stored events
+ * by the folding stage (fold.ts), so the request writes one row per event whatever the number
+ * of report grains or webhooks. On PostgreSQL each chunk is one statement (the events and the
+ * agents in data-modifying CTEs) and every event takes its transaction's id as `ingest_seq`;
+ * on SQLite, one writer at a time, the events are numbered after the largest `ingest_seq`
+ * stored. Returns the ids of the events that are the first of their agent.
  */
-export async function writeEvents(
-  db: DbOrTrx,
-  rows: readonly EventRow[],
-  { shard, countUsageOf }: { shard: number; countUsageOf: ReadonlySet<string> },
-): Promise<Set<string>> {
+export async function writeEvents(db: DbOrTrx, rows: readonly EventRow[]): Promise<Set<string>> {
   const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
   const firsts = new Set<string>();
+  let next = postgres ? 0 : await nextIngestSeq(db);
   for (let i = 0; i < rows.length; i += CHUNK) {
     const chunk = rows.slice(i, i + CHUNK);
-    const usage = usageIncrements(
-      chunk.filter((row) => countUsageOf.has(row.org_id)),
-      shard,
-    );
-    const deltas = rollupDeltas(chunk, shard);
     let inserted;
     if (postgres) {
-      const sources: WriteSources = [chunk, usage, deltas, firstAgents(chunk)];
-      const template = pgWriteTemplate(db, usage.length > 0);
+      const sources: WriteSources = [chunk, firstAgents(chunk)];
+      const template = pgWriteTemplate(db);
       inserted = template
         ? (await db.executeQuery<{ first_event_id: string }>(bindTemplate(template, sources))).rows
         : await pgWriteStatement(db, sources).execute();
     } else {
-      await insertEachRow(db, 'events', EVENT_COLUMNS, chunk);
+      const numbered = chunk.map((row) => ({ ...row, ingest_seq: next++ }));
+      await insertEachRow(db, 'events', SQLITE_EVENT_COLUMNS, numbered);
       inserted = await insertAgents(db, firstAgents(chunk)).execute();
-      await applyRollupDeltas(db, deltas);
-      if (usage.length > 0) await addUsage(db, usage).execute();
     }
     for (const r of inserted) firsts.add(r.first_event_id);
   }
   return firsts;
 }
 
-const EVENT_COLUMNS: { readonly [K in keyof EventRow]: PgType } = {
+/** SQLite: the position after the last event stored (the write lock is taken with the insert). */
+async function nextIngestSeq(db: DbOrTrx): Promise<number> {
+  const row = await db
+    .selectFrom('events')
+    .select((eb) => eb.fn.max('ingest_seq').as('last'))
+    .executeTakeFirst();
+  return Number(row?.last ?? 0) + 1;
+}
+
+const EVENT_COLUMNS: { readonly [K in keyof Omit<EventRow, 'ingest_seq'>]: PgType } = {
   id: 'text',
   org_id: 'text',
   agent_id: 'text',
@@ -75,7 +75,9 @@ const EVENT_COLUMNS: { readonly [K in keyof EventRow]: PgType } = {
   idempotency_key: 'text',
 };
 
-function insertEvents(db: DbOrTrx, rows: readonly EventRow[]) {
+const SQLITE_EVENT_COLUMNS = { ...EVENT_COLUMNS, ingest_seq: 'bigint' } as const;
+
+function insertEvents(db: DbOrTrx, rows: readonly Omit<EventRow, 'ingest_seq'>[]) {
   return insertRows(db, 'events', EVENT_COLUMNS, rows);
 }
 
@@ -122,29 +124,18 @@ function insertAgents(
     .returning('first_event_id');
 }
 
-type WriteSources = [
-  events: readonly EventRow[],
-  usage: readonly UsageIncrement[],
-  rollups: readonly RollupDelta[],
-  agents: readonly AgentRow[],
-];
+type WriteSources = [events: readonly EventRow[], agents: readonly AgentRow[]];
 
 /**
- * PostgreSQL: one statement of data-modifying CTEs. PostgreSQL runs the statement's own insert
- * (the agents) first, then its CTEs last to first: rows are taken in the same order as on
- * SQLite, agents before the shared rows.
+ * PostgreSQL: one statement, the events in a data-modifying CTE and the agents as the
+ * statement's own insert.
  */
-function pgWriteStatement(db: DbOrTrx, [events, usage, deltas, agents]: WriteSources) {
-  const newEvents = () => insertEvents(db, events);
-  const rollups = () => upsertRollups(db, deltas);
-  const statement =
-    usage.length > 0
-      ? db
-          .with('new_events', newEvents)
-          .with('usage', () => addUsage(db, usage))
-          .with('rollups', rollups)
-      : db.with('new_events', newEvents).with('rollups', rollups);
-  return insertAgents(db, agents, statement);
+function pgWriteStatement(db: DbOrTrx, [events, agents]: WriteSources) {
+  return insertAgents(
+    db,
+    agents,
+    db.with('new_events', () => insertEvents(db, events)),
+  );
 }
 
 /** The compiled write statement, with the source row set and column of each parameter. */
@@ -154,27 +145,21 @@ interface WriteTemplate {
 }
 
 const MARK = '\u0000tally-slot\u0000';
-const templates = new WeakMap<object, Map<boolean, WriteTemplate | null>>();
+const templates = new WeakMap<object, WriteTemplate | null>();
 
 /**
  * The write statement's rows go in as one array per column, so its text is the same for any
- * rows: it is built and compiled once (per adapter, with and without usage), from one marker row
- * per source whose every column reads as its own name, and each batch only puts its rows' columns
- * into the parameters. Null when a parameter is not such a column (then the statement is built
- * per batch, as before).
+ * rows: it is built and compiled once (per adapter), from one marker row per source whose every
+ * column reads as its own name, and each batch only puts its rows' columns into the parameters.
+ * Null when a parameter is not such a column (then the statement is built per batch).
  */
-function pgWriteTemplate(db: DbOrTrx, withUsage: boolean): WriteTemplate | null {
+function pgWriteTemplate(db: DbOrTrx): WriteTemplate | null {
   const adapter = db.getExecutor().adapter;
-  let byShape = templates.get(adapter);
-  if (!byShape) {
-    byShape = new Map();
-    templates.set(adapter, byShape);
-  }
-  let template = byShape.get(withUsage);
+  let template = templates.get(adapter);
   if (template !== undefined) return template;
   const marker = (source: number) =>
     new Proxy({}, { get: (_target, column) => `${MARK}${source}:${String(column)}` });
-  const markers = [0, 1, 2, 3].map((source) => (source === 1 && !withUsage ? [] : [marker(source)]));
+  const markers = [0, 1].map((source) => [marker(source)]);
   const compiled = pgWriteStatement(db, markers as unknown as WriteSources).compile();
   const slots: WriteTemplate['slots'] = [];
   for (const parameter of compiled.parameters) {
@@ -185,7 +170,7 @@ function pgWriteTemplate(db: DbOrTrx, withUsage: boolean): WriteTemplate | null 
     slots.push([Number(source), column]);
   }
   template = slots.length === compiled.parameters.length ? { sql: compiled.sql, slots } : null;
-  byShape.set(withUsage, template);
+  templates.set(adapter, template);
   return template;
 }
 
@@ -197,17 +182,4 @@ function bindTemplate(
     (sources[source] as ReadonlyArray<Record<string, unknown>>).map((row) => row[column] ?? null),
   );
   return CompiledQuery.raw(template.sql, parameters);
-}
-
-/** One increment per organisation and month, in sorted order (the counter rows are shared). */
-function usageIncrements(rows: readonly EventRow[], shard: number): UsageIncrement[] {
-  const byKey = new Map<string, UsageIncrement>();
-  for (const row of rows) {
-    const month = usageMonth(new Date(row.received_at));
-    const key = `${row.org_id} ${month}`;
-    const increment = byKey.get(key);
-    if (increment) increment.events += 1;
-    else byKey.set(key, { org_id: row.org_id, month, shard, events: 1 });
-  }
-  return [...byKey.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([, increment]) => increment);
 }

@@ -1,5 +1,5 @@
 import { AppError } from '../errors.js';
-import { countEvents, usageMonth } from '../billing/usage-counter.js';
+import { admitCapped, usageMonth } from '../billing/usage-counter.js';
 import type { DbOrTrx } from '../storage/db.js';
 import type { EventRow } from '../storage/schema.js';
 import { loadCatalogueFacts, resolveBaseline, type ResolvedBaseline } from './baseline.js';
@@ -32,8 +32,10 @@ interface Live {
  * Processes a batch of track calls in one open transaction with set-wise statements, in the
  * order of DESIGN §2: idempotent replay, business rules, quota, then the writes and their side
  * effects. Each job ends with its own outcome; only a database failure fails the batch.
+ * `_shard`, the batcher's slot, is no longer used: nothing the request writes is shared by
+ * organisation (DESIGN §11).
  */
-export async function processBatch(db: DbOrTrx, jobs: TrackJob[], shard = 0): Promise<JobOutcome[]> {
+export async function processBatch(db: DbOrTrx, jobs: TrackJob[], _shard = 0): Promise<JobOutcome[]> {
   const outcomes: JobOutcome[] = new Array<JobOutcome>(jobs.length);
   const orgKey = (job: TrackJob) => `${job.ctx.org.id}\n${job.idempotencyKey ?? ''}`;
 
@@ -92,8 +94,7 @@ export async function processBatch(db: DbOrTrx, jobs: TrackJob[], shard = 0): Pr
   live = await applyCappedQuota(db, live, outcomes);
 
   const rows = live.map((l) => eventRow(l.job, l.baseline));
-  const countUsageOf = new Set(live.filter((l) => !planOf(l.job).hard_cap).map((l) => l.job.ctx.org.id));
-  const newAgents = await writeEvents(db, rows, { shard, countUsageOf });
+  const newAgents = await writeEvents(db, rows);
   const created = live.map((l, i) => {
     const row = rows[i] as EventRow;
     // The event's metadata is the request's (what the row holds, serialised): no need to parse it back.
@@ -155,8 +156,8 @@ async function answerReplays(db: DbOrTrx, live: Live[], outcomes: JobOutcome[]):
 
 /**
  * Counts the batch per organisation and month for plans with a hard cap, before the events are
- * written: the count decides which get in; calls past the cap get quota_exceeded. (Plans without
- * a cap are counted with the events, see writeEvents.)
+ * written: the exact count decides which get in; calls past the cap get quota_exceeded. (Every
+ * event, capped or not, is counted into usage_monthly by the folding stage.)
  */
 async function applyCappedQuota(db: DbOrTrx, live: Live[], outcomes: JobOutcome[]): Promise<Live[]> {
   const capped = live.filter((l) => planOf(l.job).hard_cap);
@@ -168,7 +169,7 @@ async function applyCappedQuota(db: DbOrTrx, live: Live[], outcomes: JobOutcome[
     if (!first) continue;
     const { org } = first.job.ctx;
     const plan = planOf(first.job);
-    const admitted = await countEvents(
+    const admitted = await admitCapped(
       db,
       org.id,
       usageMonth(first.job.receivedAt),
@@ -230,5 +231,7 @@ function eventRow(job: TrackJob, baseline: ResolvedBaseline | undefined): EventR
     occurred_at: job.occurredAt.getTime(),
     received_at: job.receivedAt.getTime(),
     idempotency_key: job.idempotencyKey,
+    // Given by writeEvents (SQLite) or the database (PostgreSQL).
+    ingest_seq: null,
   };
 }

@@ -1,7 +1,6 @@
 import type { OrgCtx } from '../context.js';
 import type { DbOrTrx } from '../storage/db.js';
 import type { EventRow } from '../storage/schema.js';
-import { enqueueEventMessages } from '../webhooks/outbox.js';
 import type { StoredEvent } from './events.js';
 
 export interface EventCreated {
@@ -14,11 +13,12 @@ export interface EventCreated {
 }
 
 /**
- * What must happen with new events once they are written, committed in their transaction
- * (DESIGN §4): webhook messages (the transactional outbox). The rows written with the events
- * themselves (agents, report rollups, usage) are in writeEvents. `db` is the open transaction;
- * `created` holds the batch's new events in order. Features add their call here.
+ * What must happen with new events in their own transaction, before the 201. Nothing by
+ * default: the webhook messages, report rollups and usage counts are derived from the stored
+ * events by the folding stage (fold.ts, DESIGN §11), so the request writes no row per webhook
+ * or report grain. `db` is the open transaction; `created` holds the batch's new events in
+ * order. A feature that must decide something before the 201 adds its call here.
  */
-export async function onEventsCreated(db: DbOrTrx, created: EventCreated[]): Promise<void> {
-  await enqueueEventMessages(db, created);
+export async function onEventsCreated(_db: DbOrTrx, _created: EventCreated[]): Promise<void> {
+  // Nothing to do in the request.
 }

@@ -2,6 +2,7 @@ import type { OrgCtx } from '../context.js';
 import { newId } from '../ids.js';
 import type { Db } from '../storage/db.js';
 import { batcherFor } from './batcher.js';
+import { afterTrack } from './fold.js';
 import type { TrackJob, TrackResult } from './job.js';
 import { processBatch } from './pipeline.js';
 import { checkPricedCost, checkTrackInput, type TrackInput } from './track-input.js';
@@ -11,8 +12,9 @@ export type { TrackResult } from './job.js';
 
 /**
  * Records one finished agent task. Order (DESIGN §2): validation here, then in the batch:
- * idempotent replay, business rules (task type, occurred_at), quota; the event, usage counter
- * and side effects commit together or not at all. Throws the job's AppError.
+ * idempotent replay, business rules (task type, occurred_at), quota; the event (and for a plan
+ * with a hard cap, its count) commits, and the folding stage derives the rest (DESIGN §11).
+ * Throws the job's AppError.
  */
 export async function trackEvent({
   ctx,
@@ -38,7 +40,12 @@ export async function trackEvent({
     receivedAt,
     occurredAt: occurredAt ?? receivedAt,
   };
-  if (!ctx.db.isTransaction) return batcherFor(ctx.db as Db).submit(job);
+  if (!ctx.db.isTransaction) {
+    const result = await batcherFor(ctx.db as Db).submit(job);
+    // The folding stage derives rollups, usage and webhook messages from the committed event.
+    if (!result.replayed) await afterTrack(ctx);
+    return result;
+  }
   // Already inside a caller's transaction: process alone, in it.
   const [outcome] = await processBatch(ctx.db, [job]);
   if (outcome && 'ok' in outcome) return outcome.ok;

@@ -1,9 +1,8 @@
 import type { Insertable } from 'kysely';
-import type { OrgCtx } from '../context.js';
 import type { DbOrTrx } from '../storage/db.js';
 import type { WebhookDeliveriesTable, WebhookMessagesTable } from '../storage/schema.js';
 import { newId } from '../ids.js';
-import type { EventCreated } from '../tracking/side-effects.js';
+import type { StoredEvent } from '../tracking/events.js';
 import type { MessageType } from './event-types.js';
 
 interface MessageInput {
@@ -67,22 +66,41 @@ function chunks<T>(rows: T[]): T[][] {
   return out;
 }
 
+/** A new event whose webhook messages are to be written. */
+export interface NewEventMessage {
+  orgId: string;
+  event: StoredEvent;
+  /** True when this is the first event of its agent in the organisation. */
+  isNewAgent: boolean;
+}
+
 /**
- * The outbox step of POST /v1/track (and batches), on its hot path: one indexed query for
- * organisations without webhooks; otherwise the messages and deliveries of the whole batch in a
- * few multi-row inserts, in the events' transaction (`db`).
+ * The messages of new events (`event.created`; `agent.first_event` for an agent's first event),
+ * each with a pending delivery per subscribed webhook, in a few multi-row inserts with `db`:
+ * one indexed query for organisations without webhooks. Each message is dated at its event's
+ * receipt. The folding stage calls it in the transaction that advances its watermark (fold.ts),
+ * so each message is written exactly once.
  */
-export async function enqueueEventMessages(db: DbOrTrx, created: EventCreated[]): Promise<void> {
-  if (created.length === 0) return;
-  const orgIds = [...new Set(created.map((c) => c.ctx.org.id))];
-  const hooks = await db
-    .selectFrom('webhooks')
-    .select(['id', 'org_id', 'event_types'])
-    .where('org_id', 'in', orgIds)
-    .where('deleted_at', 'is', null)
-    .where('status', '<>', 'deactivated')
-    .execute();
-  if (hooks.length === 0) return;
+export async function enqueueNewEventMessages(
+  db: DbOrTrx,
+  created: readonly NewEventMessage[],
+  firstDelaySeconds: number,
+): Promise<number> {
+  if (created.length === 0) return 0;
+  const orgIds = [...new Set(created.map((c) => c.orgId))];
+  const hooks = [];
+  for (let i = 0; i < orgIds.length; i += INSERT_CHUNK) {
+    hooks.push(
+      ...(await db
+        .selectFrom('webhooks')
+        .select(['id', 'org_id', 'event_types'])
+        .where('org_id', 'in', orgIds.slice(i, i + INSERT_CHUNK))
+        .where('deleted_at', 'is', null)
+        .where('status', '<>', 'deactivated')
+        .execute()),
+    );
+  }
+  if (hooks.length === 0) return 0;
   const subscribed = new Map<string, string[]>();
   for (const hook of hooks) {
     for (const type of JSON.parse(hook.event_types) as string[]) {
@@ -92,20 +110,19 @@ export async function enqueueEventMessages(db: DbOrTrx, created: EventCreated[])
   }
   const messages: Insertable<WebhookMessagesTable>[] = [];
   const deliveries: Insertable<WebhookDeliveriesTable>[] = [];
-  const add = (ctx: OrgCtx, type: MessageType, payload: unknown, at: Date) => {
-    const orgId = ctx.org.id;
+  const add = (orgId: string, type: MessageType, payload: unknown, at: Date) => {
     const webhookIds = subscribed.get(`${orgId} ${type}`);
     if (!webhookIds) return;
-    const firstDelaySeconds = ctx.config.webhookRetryDelaysSeconds[0] ?? 0;
     const message = messageRows({ orgId, type, payload, webhookIds, at, firstDelaySeconds });
     messages.push(message.message);
     deliveries.push(...message.deliveries);
   };
-  for (const { ctx, event, isNewAgent } of created) {
+  for (const { orgId, event, isNewAgent } of created) {
     const at = new Date(event.received_at);
-    add(ctx, 'event.created', event, at);
-    if (isNewAgent) add(ctx, 'agent.first_event', { agent_id: event.agent_id, event }, at);
+    add(orgId, 'event.created', event, at);
+    if (isNewAgent) add(orgId, 'agent.first_event', { agent_id: event.agent_id, event }, at);
   }
   for (const rows of chunks(messages)) await db.insertInto('webhook_messages').values(rows).execute();
   for (const rows of chunks(deliveries)) await db.insertInto('webhook_deliveries').values(rows).execute();
+  return messages.length;
 }

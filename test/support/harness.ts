@@ -49,7 +49,9 @@ export interface HarnessOptions {
 export async function createHarness(engine: Engine, options: HarnessOptions = {}): Promise<Harness> {
   const storage = await createTestStorage(engine);
   const clock = new ManualClock(options.now ?? '2026-11-20T12:00:00.000Z');
-  const config = loadConfig({ TALLY_LOG_LEVEL: 'silent', ...options.env });
+  // Track calls fold their events before answering (fold.ts), so tests may read the rollups,
+  // usage counts and webhook messages right after tracking; tests of the tail turn it off.
+  const config = loadConfig({ TALLY_LOG_LEVEL: 'silent', TALLY_FOLD_INLINE: 'true', ...options.env });
   const ctx: ServiceCtx = { db: storage.db, engine, clock, config };
   const app = await buildApp(
     { storage, config, clock, rateLimiter: options.rateLimiter ?? new MemoryRateLimiter() },

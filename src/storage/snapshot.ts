@@ -1,0 +1,29 @@
+import type { DbOrTrx, Engine } from './db.js';
+
+/** A position in commit order (fold.ts): xid8 as text on PostgreSQL, a number on SQLite. */
+export type IngestSeq = string | number;
+
+/**
+ * Runs `fn` in one snapshot: a REPEATABLE READ, read-only transaction on PostgreSQL, a
+ * transaction on SQLite (its reads see one snapshot from the first on). Inside a caller's
+ * transaction, in that one. Reports and usage read the watermark, the rollups and the tail
+ * after it this way (DESIGN §11), so that the folding stage committing meanwhile can neither
+ * hide an event nor count it twice.
+ */
+export async function inSnapshot<T>(
+  db: DbOrTrx,
+  engine: Engine,
+  fn: (db: DbOrTrx) => Promise<T>,
+): Promise<T> {
+  if (db.isTransaction) return fn(db);
+  const begin = db.transaction();
+  const tx =
+    engine === 'postgres' ? begin.setIsolationLevel('repeatable read').setAccessMode('read only') : begin;
+  return tx.execute(fn);
+}
+
+/** The folding stage's watermark: events with `ingest_seq >= watermark` are not folded yet. */
+export async function readWatermark(db: DbOrTrx): Promise<IngestSeq> {
+  const row = await db.selectFrom('fold_state').select('watermark').where('id', '=', 1).executeTakeFirst();
+  return row?.watermark ?? 0;
+}

@@ -1,0 +1,339 @@
+import { sql } from 'kysely';
+import { addUsage, usageMonth, type UsageIncrement } from '../billing/usage-counter.js';
+import type { ServiceCtx } from '../context.js';
+import { applyRollupDeltas, rollupDeltas } from '../reports/rollups.js';
+import type { Db, DbOrTrx, Engine } from '../storage/db.js';
+import type { EventRow } from '../storage/schema.js';
+import { readWatermark } from '../storage/snapshot.js';
+import { enqueueNewEventMessages, type NewEventMessage } from '../webhooks/outbox.js';
+import { eventView } from './events.js';
+
+/**
+ * The folding stage (DESIGN §11). Tracking commits events only; this stage reads the events
+ * committed after its watermark, in commit order and in large batches, and in one transaction
+ * adds them to the report rollups and the usage counts, writes their webhook messages, and
+ * advances the watermark. A crash repeats a batch, never half of one; processes on one
+ * PostgreSQL fold one at a time (an advisory lock held for the transaction).
+ *
+ * The watermark is an `ingest_seq`: events with `ingest_seq >= watermark` are the tail, those
+ * below it are folded.
+ * - PostgreSQL: `ingest_seq` is the inserting transaction's id. A transaction id can commit
+ *   after a larger one, so the stage folds only the ids below its snapshot's xmin (every
+ *   transaction below it has ended: what it sees there is all there will ever be).
+ * - SQLite: one writer at a time numbers its events after the largest stored, in commit order.
+ */
+
+/** Events folded per transaction at most (a PostgreSQL transaction's events are never split). */
+export const FOLD_BATCH = 20_000;
+
+/** The advisory lock of the folding stage: two keys, apart from the capped-plan locks. */
+const FOLD_LOCK = sql`7311002, 0`;
+
+type Seq = string | number;
+
+export interface FoldResult {
+  /** Events folded by this pass. */
+  folded: number;
+  /** Whether events committed before the pass are left for the next one (the batch was full). */
+  more: boolean;
+  watermark: Seq;
+}
+
+export interface FoldOptions {
+  /** At most this many events (default FOLD_BATCH). */
+  limit?: number;
+  /** Tests: runs in the pass's transaction after its writes, before the watermark moves. */
+  beforeCommit?: () => Promise<void> | void;
+}
+
+function seqEqual(a: Seq, b: Seq): boolean {
+  return BigInt(a) === BigInt(b);
+}
+
+/** The next position after `seq`, in the engine's type (xid8 arrives as text). */
+function seqAfter(seq: Seq): Seq {
+  return typeof seq === 'number' ? seq + 1 : (BigInt(seq) + 1n).toString();
+}
+
+/** The upper end (exclusive) of what may be folded now. */
+async function foldableUpTo(trx: DbOrTrx, engine: Engine, from: Seq): Promise<Seq> {
+  if (engine === 'postgres') {
+    const { rows } = await sql<{ xmin: string }>`
+      SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin`.execute(trx);
+    return rows[0]?.xmin ?? from;
+  }
+  const row = await trx
+    .selectFrom('events')
+    .select((eb) => eb.fn.max('ingest_seq').as('last'))
+    .executeTakeFirst();
+  const last = row?.last;
+  return last === null || last === undefined ? from : Math.max(Number(from), Number(last) + 1);
+}
+
+/** One increment per organisation and month of receipt, in sorted order. */
+function usageIncrements(rows: readonly EventRow[]): UsageIncrement[] {
+  const byKey = new Map<string, UsageIncrement>();
+  for (const row of rows) {
+    const month = usageMonth(new Date(Number(row.received_at)));
+    const key = `${row.org_id} ${month}`;
+    const increment = byKey.get(key);
+    if (increment) increment.events += 1;
+    else byKey.set(key, { org_id: row.org_id, month, shard: 0, events: 1 });
+  }
+  return [...byKey.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([, increment]) => increment);
+}
+
+/** The ids of the events in `rows` that are the first of their agent (tracking records them). */
+async function firstEventIds(trx: DbOrTrx, rows: readonly EventRow[]): Promise<Set<string>> {
+  const byOrg = new Map<string, Set<string>>();
+  for (const row of rows) {
+    const agents = byOrg.get(row.org_id) ?? new Set<string>();
+    agents.add(row.agent_id);
+    byOrg.set(row.org_id, agents);
+  }
+  const firsts = new Set<string>();
+  for (const [orgId, agents] of byOrg) {
+    const ids = [...agents];
+    for (let i = 0; i < ids.length; i += 500) {
+      const found = await trx
+        .selectFrom('agents')
+        .select('first_event_id')
+        .where('org_id', '=', orgId)
+        .where('agent_id', 'in', ids.slice(i, i + 500))
+        .execute();
+      for (const f of found) firsts.add(f.first_event_id);
+    }
+  }
+  return firsts;
+}
+
+/** The webhook messages of folded events, for the organisations with a live webhook. */
+async function writeMessages(trx: DbOrTrx, ctx: ServiceCtx, rows: readonly EventRow[]): Promise<void> {
+  const orgIds = [...new Set(rows.map((r) => r.org_id))];
+  const hooked = new Set<string>();
+  for (let i = 0; i < orgIds.length; i += 500) {
+    const found = await trx
+      .selectFrom('webhooks')
+      .select('org_id')
+      .distinct()
+      .where('org_id', 'in', orgIds.slice(i, i + 500))
+      .where('deleted_at', 'is', null)
+      .where('status', '<>', 'deactivated')
+      .execute();
+    for (const f of found) hooked.add(f.org_id);
+  }
+  const candidates = rows.filter((r) => hooked.has(r.org_id));
+  if (candidates.length === 0) return;
+  const firsts = await firstEventIds(trx, candidates);
+  const messages: NewEventMessage[] = candidates.map((row) => ({
+    orgId: row.org_id,
+    event: eventView(row),
+    isNewAgent: firsts.has(row.id),
+  }));
+  await enqueueNewEventMessages(trx, messages, ctx.config.webhookRetryDelaysSeconds[0] ?? 0);
+}
+
+/**
+ * One pass: folds the events committed after the watermark (at most `limit`, whole PostgreSQL
+ * transactions) and advances the watermark, in one transaction. Waits while another process
+ * folds. Exactly once: the events, their derived rows and the watermark commit together.
+ */
+export async function foldOnce(ctx: ServiceCtx, options: FoldOptions = {}): Promise<FoldResult> {
+  const limit = Math.max(1, options.limit ?? FOLD_BATCH);
+  const postgres = ctx.engine === 'postgres';
+  // Most passes of a polling stage find no tail: they end on this read, without a transaction.
+  if (!(await hasTail(ctx.db))) {
+    return { folded: 0, more: false, watermark: await readWatermark(ctx.db) };
+  }
+  return ctx.db.transaction().execute(async (trx) => {
+    if (postgres) await sql`SELECT pg_advisory_xact_lock(${FOLD_LOCK})`.execute(trx);
+    // SQLite: take the write lock first, so no other process writes between the reads below
+    // and this pass's writes.
+    else await sql`UPDATE fold_state SET folded_at = folded_at WHERE id = 1`.execute(trx);
+    const state = await trx
+      .selectFrom('fold_state')
+      .select('watermark')
+      .where('id', '=', 1)
+      .$if(postgres, (q) => q.forUpdate())
+      .executeTakeFirstOrThrow();
+    const from: Seq = state.watermark;
+    let to = await foldableUpTo(trx, ctx.engine, from);
+    const cut = await trx
+      .selectFrom('events')
+      .select('ingest_seq')
+      .where('ingest_seq', '>=', from)
+      .where('ingest_seq', '<', to)
+      .orderBy('ingest_seq')
+      .limit(1)
+      .offset(limit)
+      .executeTakeFirst();
+    const more = cut !== undefined && cut.ingest_seq !== null;
+    if (more) {
+      to = cut.ingest_seq as Seq;
+      // One transaction's events are never split (their positions are equal).
+      if (seqEqual(to, from)) to = seqAfter(from);
+    }
+    if (seqEqual(to, from)) return { folded: 0, more: false, watermark: from };
+    const rows = await trx
+      .selectFrom('events')
+      .selectAll()
+      .where('ingest_seq', '>=', from)
+      .where('ingest_seq', '<', to)
+      .orderBy('ingest_seq')
+      .orderBy('id')
+      .execute();
+    if (rows.length > 0) {
+      await applyRollupDeltas(trx, rollupDeltas(rows, 0));
+      await addUsage(trx, usageIncrements(rows)).execute();
+      await writeMessages(trx, ctx, rows);
+    }
+    await options.beforeCommit?.();
+    await trx
+      .updateTable('fold_state')
+      .set({ watermark: to, folded_at: Date.now() })
+      .where('id', '=', 1)
+      .execute();
+    return { folded: rows.length, more, watermark: to };
+  });
+}
+
+/** Whether any event is after the watermark. */
+async function hasTail(db: DbOrTrx): Promise<boolean> {
+  const { rows } = await sql<{ one: unknown }>`
+    SELECT 1 AS one FROM events
+    WHERE ingest_seq >= (SELECT watermark FROM fold_state WHERE id = 1) LIMIT 1`.execute(db);
+  return rows.length > 0;
+}
+
+/** The tail (events after the watermark) and the age of its oldest event, in one snapshot. */
+export async function tailState(db: DbOrTrx): Promise<{ events: number; oldestReceivedAt: number | null }> {
+  const { rows } = await sql<{ n: unknown; oldest: unknown }>`
+    SELECT COUNT(*) AS n, MIN(received_at) AS oldest FROM events
+    WHERE ingest_seq >= (SELECT watermark FROM fold_state WHERE id = 1)`.execute(db);
+  const row = rows[0];
+  const oldest = row?.oldest;
+  return {
+    events: Number(row?.n ?? 0),
+    oldestReceivedAt: oldest === null || oldest === undefined ? null : Number(oldest),
+  };
+}
+
+export interface FoldStageOptions {
+  /** How long the loop sleeps when the tail is empty (it is also woken by local tracking). */
+  idlePollMs?: number;
+  batch?: number;
+  onError?: (error: unknown) => void;
+}
+
+/**
+ * The folding stage of one process: a loop that folds as soon as there is a tail, and sleeps
+ * `idlePollMs` when there is none, unless tracking in this process wakes it. Passes of one
+ * process never overlap; several processes take turns (the advisory lock).
+ */
+export class FoldStage {
+  private running = false;
+  private loopDone: Promise<void> | null = null;
+  private wakeUp: (() => void) | null = null;
+  private woken = false;
+  private queue: Promise<unknown> = Promise.resolve();
+  private readonly idlePollMs: number;
+  private readonly batch: number;
+  private readonly onError: (error: unknown) => void;
+
+  constructor(
+    private readonly ctx: ServiceCtx,
+    options: FoldStageOptions = {},
+  ) {
+    this.idlePollMs = options.idlePollMs ?? 50;
+    this.batch = options.batch ?? FOLD_BATCH;
+    this.onError = options.onError ?? (() => undefined);
+  }
+
+  /** One pass, after the passes already asked of this process. */
+  foldNow(options: FoldOptions = {}): Promise<FoldResult> {
+    const pass = this.queue.then(() => foldOnce(this.ctx, { limit: this.batch, ...options }));
+    this.queue = pass.catch(() => undefined);
+    return pass;
+  }
+
+  /** Passes until everything committed before the call is folded. */
+  async foldAll(): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const result = await this.foldNow();
+      total += result.folded;
+      if (!result.more) return total;
+    }
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loopDone = this.loop();
+  }
+
+  wake(): void {
+    this.woken = true;
+    this.wakeUp?.();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.wakeUp?.();
+    await this.loopDone;
+    await this.queue;
+  }
+
+  private async loop(): Promise<void> {
+    while (this.running) {
+      this.woken = false;
+      let result: FoldResult | null = null;
+      try {
+        result = await this.foldNow();
+      } catch (error) {
+        this.onError(error);
+      }
+      if (!this.running) break;
+      if (result?.more || this.woken) continue;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(
+          resolve,
+          result === null ? Math.max(this.idlePollMs, 1000) : this.idlePollMs,
+        );
+        this.wakeUp = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.wakeUp = null;
+    }
+  }
+}
+
+const stages = new WeakMap<Db | DbOrTrx, FoldStage>();
+
+/** The folding stage of a database handle (one per handle, like the track batcher). */
+export function foldStageFor(ctx: ServiceCtx, options: FoldStageOptions = {}): FoldStage {
+  let stage = stages.get(ctx.db);
+  if (!stage) {
+    stage = new FoldStage(ctx, options);
+    stages.set(ctx.db, stage);
+  }
+  return stage;
+}
+
+/** After a track call committed: wake this process's folding stage, or fold now (foldInline). */
+export async function afterTrack(ctx: ServiceCtx): Promise<void> {
+  if (!ctx.config.foldInline) {
+    stages.get(ctx.db)?.wake();
+    return;
+  }
+  const stage = foldStageFor(ctx);
+  // PostgreSQL folds only below the oldest running transaction: a batch of another call still
+  // committing keeps the tail a moment longer.
+  for (let attempt = 0; attempt < 200; attempt++) {
+    await stage.foldAll();
+    if ((await tailState(ctx.db)).events === 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}

@@ -1,0 +1,331 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { systemClock } from '../../src/clock.js';
+import { loadConfig } from '../../src/config.js';
+import type { OrgCtx, ServiceCtx } from '../../src/context.js';
+import { createOrganization, getOrganization } from '../../src/orgs/organizations.js';
+import type { Dimension, ReportInput } from '../../src/reports/params.js';
+import { buildReport } from '../../src/reports/report.js';
+import { getUsage } from '../../src/billing/usage.js';
+import { openStorage, type DbOrTrx } from '../../src/storage/db.js';
+import { FoldStage, foldOnce, tailState } from '../../src/tracking/fold.js';
+import { trackEvent } from '../../src/tracking/track.js';
+import { createWebhook } from '../../src/webhooks/subscriptions.js';
+import { expectedRows, type Dim } from '../reports/reference.js';
+import { lcg, seed, type SeedEvent } from '../reports/seed.js';
+import { unlimited } from '../reports/unlimited.js';
+import { createTestStorage, ENGINES, type TestStorage } from '../support/engines.js';
+import { createHarness, type Harness } from '../support/harness.js';
+import { tempFile } from '../support/temp.js';
+
+const NOW = Date.parse('2026-11-20T12:00:00.000Z');
+const DAY = 86_400_000;
+const PAUSED = { TALLY_FOLD_INLINE: 'false', TALLY_WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' };
+
+function randomEvents(seedValue: number, n: number): SeedEvent[] {
+  const rand = lcg(seedValue);
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(rand() * items.length)] as T;
+  return Array.from({ length: n }, () => ({
+    agent: pick(['a', 'b', 'c', 'd']),
+    taskType: pick(['support_ticket_reply', 'dev_bug_fix']),
+    outcome: pick(['success', 'failure', 'needs_review'] as const),
+    client: pick(['k1', 'k2', null]),
+    // Back-dated up to 80 days, and up to a day ahead.
+    occurredAt: NOW - Math.floor(rand() * 81 * DAY) + DAY,
+    agentCost: rand() < 0.5 ? null : Math.round(rand() * 1e6) / 1e6,
+  }));
+}
+
+const CASES: Array<{ groupBy: Dim[]; period: ReportInput['period'] }> = [
+  { groupBy: ['agent'], period: '30d' },
+  { groupBy: ['agent', 'client'], period: '90d' },
+  { groupBy: ['agent', 'task_type', 'client'], period: '7d' },
+  { groupBy: ['task_type', 'week'], period: '90d' },
+  { groupBy: ['client', 'day'], period: '24h' },
+];
+
+/** Every case's report equals the reference GROUP BY over the org's events. */
+async function expectExact(ctx: OrgCtx) {
+  const rows = await ctx.db.selectFrom('events').selectAll().where('org_id', '=', ctx.org.id).execute();
+  const { eventView } = await import('../../src/tracking/events.js');
+  const events = rows.map((row) => eventView(row));
+  const at = ctx.clock.now().getTime();
+  for (const { groupBy, period } of CASES) {
+    const input: ReportInput = {
+      period,
+      groupBy: groupBy as Dimension[],
+      sort: 'events',
+      top: null,
+      filters: { metadata: [] },
+    };
+    const served = await buildReport({ ctx, input });
+    const from = at - { '24h': 1, '7d': 7, '30d': 30, '90d': 90 }[period as '24h'] * DAY;
+    expect(served.rows, `${groupBy.join(',')} ${period}`).toEqual(
+      expectedRows(events, { groupBy, from, to: at, sort: 'events' }).rows,
+    );
+  }
+  const usage = await getUsage({ ctx });
+  expect(usage.lifetime_events).toBe(events.length);
+}
+
+async function count(db: DbOrTrx, query: ReturnType<typeof sql<{ n: unknown }>>): Promise<number> {
+  const { rows } = await query.execute(db);
+  return Number(rows[0]?.n ?? 0);
+}
+
+/** Rolled-up events and usage of an organisation, and its webhook messages by type. */
+async function derived(db: DbOrTrx, orgId: string) {
+  return {
+    rolledUp: await count(
+      db,
+      sql`SELECT COALESCE(SUM(events), 0) AS n FROM report_rollups WHERE org_id = ${orgId} AND grain = 'all'`,
+    ),
+    rolledUpMonths: await count(
+      db,
+      sql`SELECT COALESCE(SUM(events), 0) AS n FROM report_rollups WHERE org_id = ${orgId} AND grain = 'agent+task_type+client/month'`,
+    ),
+    usage: await count(
+      db,
+      sql`SELECT COALESCE(SUM(events), 0) AS n FROM usage_monthly WHERE org_id = ${orgId}`,
+    ),
+    created: await count(
+      db,
+      sql`SELECT COUNT(*) AS n FROM webhook_messages WHERE org_id = ${orgId} AND type = 'event.created'`,
+    ),
+    createdEvents: await count(
+      db,
+      sql`SELECT COUNT(DISTINCT payload) AS n FROM webhook_messages WHERE org_id = ${orgId} AND type = 'event.created'`,
+    ),
+    firsts: await count(
+      db,
+      sql`SELECT COUNT(*) AS n FROM webhook_messages WHERE org_id = ${orgId} AND type = 'agent.first_event'`,
+    ),
+  };
+}
+
+/**
+ * Folds until the tail is empty. On PostgreSQL a pass folds only below the oldest running
+ * transaction of the server, which another test's may hold back for a moment.
+ */
+async function foldAll(ctx: ServiceCtx) {
+  for (let i = 0; i < 500; i++) {
+    const result = await foldOnce(ctx);
+    if (!result.more && (await tailState(ctx.db)).events === 0) return;
+    if (!result.more) await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error('the tail did not empty');
+}
+
+describe.each(ENGINES)('the folding stage (%s)', (engine) => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await createHarness(engine, {
+      now: new Date(NOW).toISOString(),
+      rateLimiter: unlimited,
+      env: PAUSED,
+    });
+  });
+  afterAll(async () => h.close());
+
+  async function orgWithWebhook() {
+    const org = await h.createOrg({ plan: 'pro' });
+    const ctx = await h.orgCtx(org);
+    await createWebhook({
+      ctx,
+      input: { url: 'http://127.0.0.1:9/hook', event_types: ['event.created', 'agent.first_event'] },
+    });
+    return ctx;
+  }
+
+  it('paused: reports, usage and tail answer from the raw tail; one pass folds it all, once', async () => {
+    await foldAll(h.ctx);
+    const ctx = await orgWithWebhook();
+    const events = randomEvents(1, 40);
+    await seed(ctx, events);
+    expect((await tailState(h.ctx.db)).events).toBe(40);
+    expect(await derived(h.ctx.db, ctx.org.id)).toEqual({
+      rolledUp: 0,
+      rolledUpMonths: 0,
+      usage: 0,
+      created: 0,
+      createdEvents: 0,
+      firsts: 0,
+    });
+    await expectExact(ctx);
+
+    await foldAll(h.ctx);
+    expect((await tailState(h.ctx.db)).events).toBe(0);
+    expect(await derived(h.ctx.db, ctx.org.id)).toEqual({
+      rolledUp: 40,
+      rolledUpMonths: 40,
+      usage: 40,
+      created: 40,
+      createdEvents: 40,
+      firsts: new Set(events.map((e) => e.agent)).size,
+    });
+    await expectExact(ctx);
+    // Another pass finds nothing.
+    expect((await foldOnce(h.ctx)).folded).toBe(0);
+    expect((await derived(h.ctx.db, ctx.org.id)).created).toBe(40);
+  });
+
+  it('mid-batch: folds a few events at a time, every report exact after each pass', async () => {
+    await foldAll(h.ctx);
+    const ctx = await orgWithWebhook();
+    // One transaction per event (seed tracks them one by one), so passes can stop between any two.
+    await seed(ctx, randomEvents(2, 24));
+    let passes = 0;
+    for (;;) {
+      const result = await foldOnce(h.ctx, { limit: 5 });
+      expect(result.folded).toBeLessThanOrEqual(5);
+      if (result.folded > 0) passes += 1;
+      await expectExact(ctx);
+      if ((await tailState(h.ctx.db)).events === 0) break;
+      if (!result.more) await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    expect(passes).toBeGreaterThanOrEqual(5);
+    expect(await derived(h.ctx.db, ctx.org.id)).toMatchObject({ rolledUp: 24, usage: 24, created: 24 });
+  });
+
+  it('killed mid-pass: nothing of the pass stays, and the next pass folds its events exactly once', async () => {
+    await foldAll(h.ctx);
+    const ctx = await orgWithWebhook();
+    await seed(ctx, randomEvents(3, 12));
+    const before = await sql<{ watermark: unknown }>`SELECT watermark FROM fold_state`.execute(h.ctx.db);
+    await expect(
+      foldOnce(h.ctx, {
+        beforeCommit: () => {
+          throw new Error('killed');
+        },
+      }),
+    ).rejects.toThrow('killed');
+    const after = await sql<{ watermark: unknown }>`SELECT watermark FROM fold_state`.execute(h.ctx.db);
+    expect(after.rows).toEqual(before.rows);
+    expect(await derived(h.ctx.db, ctx.org.id)).toMatchObject({ rolledUp: 0, usage: 0, created: 0 });
+    await expectExact(ctx);
+    await foldAll(h.ctx);
+    expect(await derived(h.ctx.db, ctx.org.id)).toMatchObject({
+      rolledUp: 12,
+      usage: 12,
+      created: 12,
+      createdEvents: 12,
+    });
+    await expectExact(ctx);
+  });
+
+  it('/metrics shows the tail length and the fold lag', async () => {
+    await foldAll(h.ctx);
+    const ctx = await orgWithWebhook();
+    const metric = async (name: string) => {
+      const res = await h.request({ method: 'GET', url: '/metrics', apiKey: null });
+      const line = res.body.split('\n').find((l) => l.startsWith(`${name} `));
+      return Number(line?.split(' ')[1]);
+    };
+    expect(await metric('tally_fold_tail_events')).toBe(0);
+    expect(await metric('tally_fold_lag_seconds')).toBe(0);
+    await seed(ctx, randomEvents(5, 3));
+    h.clock.set(new Date(NOW + 2500));
+    expect(await metric('tally_fold_tail_events')).toBe(3);
+    expect(await metric('tally_fold_lag_seconds')).toBe(2.5);
+    await foldAll(h.ctx);
+    expect(await metric('tally_fold_tail_events')).toBe(0);
+    expect(await metric('tally_fold_lag_seconds')).toBe(0);
+    h.clock.set(new Date(NOW));
+  });
+
+  it('a back-dated event waits in the tail, then folds into its own day', async () => {
+    await foldAll(h.ctx);
+    const ctx = await orgWithWebhook();
+    await seed(ctx, randomEvents(4, 10));
+    await foldAll(h.ctx);
+    await seed(ctx, [
+      {
+        agent: 'late',
+        taskType: 'dev_bug_fix',
+        outcome: 'success',
+        client: 'k1',
+        occurredAt: NOW - 60 * DAY,
+        agentCost: null,
+      },
+    ]);
+    await expectExact(ctx);
+    await foldAll(h.ctx);
+    const day = Math.floor((NOW - 60 * DAY) / DAY);
+    const rows = await h.ctx.db
+      .selectFrom('report_rollups')
+      .select(['day', 'events'])
+      .where('org_id', '=', ctx.org.id)
+      .where('grain', '=', 'agent')
+      .where('agent_id', '=', 'late')
+      .execute();
+    expect(rows.map((r) => [Number(r.day), Number(r.events)])).toEqual([[day, 1]]);
+    await expectExact(ctx);
+  });
+});
+
+describe.each(ENGINES)('two folding stages racing, while tracking goes on (%s)', (engine) => {
+  let a: TestStorage;
+  let b: { db: TestStorage['db']; close(): Promise<void> };
+  beforeAll(async () => {
+    a = await createTestStorage(
+      engine,
+      engine === 'sqlite' ? { file: tempFile('tally-fold-', 'db.sqlite') } : {},
+    );
+    b = openStorage(a.url, a.schema ? { schema: a.schema } : {});
+  });
+  afterAll(async () => {
+    await b.close();
+    await a.destroy();
+  });
+
+  it('folds every event exactly once and writes every webhook message once', async () => {
+    const config = loadConfig({ TALLY_LOG_LEVEL: 'silent', TALLY_WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });
+    const ctxA: ServiceCtx = { db: a.db, engine, clock: systemClock, config };
+    const ctxB: ServiceCtx = { db: b.db, engine, clock: systemClock, config };
+    const created = await createOrganization({ ctx: ctxA, input: { name: 'Race', plan: 'enterprise' } });
+    const org: OrgCtx = {
+      ...ctxA,
+      org: await getOrganization({ ctx: ctxA, id: created.org.id }),
+      actorKeyId: null,
+    };
+    await createWebhook({
+      ctx: org,
+      input: { url: 'http://127.0.0.1:9/hook', event_types: ['event.created', 'agent.first_event'] },
+    });
+    const errors: unknown[] = [];
+    const onError = (e: unknown) => errors.push(e);
+    const stages = [
+      new FoldStage(ctxA, { idlePollMs: 1, batch: 37, onError }),
+      new FoldStage(ctxB, { idlePollMs: 1, batch: 53, onError }),
+    ];
+    for (const stage of stages) stage.start();
+    const total = 400;
+    for (let burst = 0; burst < total / 40; burst++) {
+      await Promise.all(
+        Array.from({ length: 40 }, (_, i) =>
+          trackEvent({
+            ctx: org,
+            idempotencyKey: null,
+            input: {
+              agent_id: `agent-${(burst * 40 + i) % 23}`,
+              task_type: 'support_ticket_reply',
+              outcome: 'success',
+              metadata: { client_id: `c${i % 3}` },
+            },
+          }),
+        ),
+      );
+    }
+    await Promise.all(stages.map((s) => s.stop()));
+    await foldAll(ctxA);
+    expect(errors).toEqual([]);
+    expect(await derived(a.db, org.org.id)).toEqual({
+      rolledUp: total,
+      rolledUpMonths: total,
+      usage: total,
+      created: total,
+      createdEvents: total,
+      firsts: 23,
+    });
+  });
+});
