@@ -23,6 +23,12 @@ export interface Config {
   http: HttpTimeouts;
   /** After this long, shutdown closes the connections still open and exits. */
   shutdownTimeoutMs: number;
+  /**
+   * Each track call folds the events it committed before it answers (TALLY_FOLD_INLINE=true):
+   * for tests that read the derived tables right after tracking. Off in production, where the
+   * folding stage runs on its own (fold.ts, DESIGN §11).
+   */
+  foldInline: boolean;
 }
 
 export interface DatabaseTimeouts {
@@ -52,12 +58,6 @@ export interface HttpTimeouts {
   keepAliveTimeoutMs: number;
   /** A connection on which nothing moves in either direction while a request is open. */
   idleTimeoutMs: number;
-  /**
-   * Each track call folds the events it committed before it answers (TALLY_FOLD_INLINE=true):
-   * for tests that read the derived tables right after tracking. Off in production, where the
-   * folding stage runs on its own (fold.ts, DESIGN §11).
-   */
-  foldInline: boolean;
 }
 
 /** Thrown for bad configuration; its message is the one line printed before exiting. */

@@ -5,7 +5,6 @@ import { AppError, notFound, validationError } from '../errors.js';
 import { randomAlnum } from '../ids.js';
 import type { DbOrTrx } from '../storage/db.js';
 import type { ApiKeyRow } from '../storage/schema.js';
-import { recordAudit } from '../audit/audit-log.js';
 import { getOrganization, organizationFromRow, type Organization } from './organizations.js';
 
 /** `tally_live_<8>_<48>`: the 8-character part is the public key id. */
@@ -150,30 +149,9 @@ export async function revokeApiKey({
   });
 }
 
-/**
- * Revokes one key of the acting organisation (the dashboard's verb; a key id of another
- * organisation is not found), with an audit entry in the same transaction.
- */
+/** Revokes one key of the acting organisation (the dashboard's verb), audited as `revokeApiKey`. */
 export async function revokeOrgApiKey({ ctx, input }: { ctx: OrgCtx; input: { keyId: string } }) {
-  return ctx.db.transaction().execute(async (trx) => {
-    const row = await trx
-      .selectFrom('api_keys')
-      .selectAll()
-      .where('id', '=', input.keyId)
-      .where('org_id', '=', ctx.org.id)
-      .executeTakeFirst();
-    if (!row) throw notFound(`API key ${input.keyId}`);
-    if (row.revoked_at !== null) return keyView(row);
-    const before = keyView(row);
-    const at = ctx.clock.now().getTime();
-    await trx.updateTable('api_keys').set({ revoked_at: at }).where('id', '=', row.id).execute();
-    const after = keyView({ ...row, revoked_at: at });
-    await recordAudit(
-      { ...ctx, db: trx },
-      { action: 'api_key.revoked', target: `api_key:${row.id}`, before, after },
-    );
-    return after;
-  });
+  return revokeApiKey({ ctx, orgId: ctx.org.id, keyId: input.keyId, actorKeyId: ctx.actorKeyId });
 }
 
 /** Creates a key for the acting organisation, with an audit entry (the dashboard's verb). */

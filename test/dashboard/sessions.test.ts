@@ -61,7 +61,7 @@ describe.each(ENGINES)('dashboard sessions (%s)', (engine) => {
     expect(wrong.headers['set-cookie']).toBeUndefined();
 
     const revoked = await createApiKey({ ctx: h.ctx, orgId: h.org.id });
-    await revokeApiKey({ ctx: h.ctx, keyId: revoked.key.id });
+    await revokeApiKey({ ctx: h.ctx, orgId: h.org.id, keyId: revoked.key.id });
     const res = await signIn(h, revoked.api_key);
     expect(res.statusCode).toBe(401);
     expect(res.body).toContain('has been revoked');
@@ -104,7 +104,7 @@ describe.each(ENGINES)('dashboard sessions (%s)', (engine) => {
     const key = await createApiKey({ ctx: h.ctx, orgId: h.org.id });
     const cookie = await session(h, key.api_key);
     expect((await page(h, cookie, '/dashboard/usage')).statusCode).toBe(200);
-    await revokeApiKey({ ctx: h.ctx, keyId: key.key.id });
+    await revokeApiKey({ ctx: h.ctx, orgId: h.org.id, keyId: key.key.id });
     const ended = await page(h, cookie, '/dashboard/usage');
     expect(ended.headers.location).toBe('/dashboard/login?ended=revoked');
   });

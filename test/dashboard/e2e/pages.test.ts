@@ -45,7 +45,7 @@ describe('dashboard pages in Chromium', () => {
 
   it('refuses wrong, revoked and ingest keys with a message, then signs in an admin key', async () => {
     const revoked = await createApiKey({ ctx: e.h.ctx, orgId: e.h.org.id });
-    await revokeApiKey({ ctx: e.h.ctx, keyId: revoked.key.id });
+    await revokeApiKey({ ctx: e.h.ctx, orgId: e.h.org.id, keyId: revoked.key.id });
     const ingest = await createApiKey({ ctx: e.h.ctx, orgId: e.h.org.id, scope: 'ingest' });
     for (const [key, message] of [
       ['tally_live_wrongkey_' + 'x'.repeat(48), 'That API key is not valid'],
