@@ -23,23 +23,29 @@ describe.each(ENGINES)('tally keys --scope (%s)', (engine) => {
   afterAll(async () => database.destroy());
 
   it('creates ingest and admin keys and lists each with its scope', async () => {
-    const ingest = await runCli(['keys', 'create', '--org', orgId, '--scope', 'ingest', '--json'], env);
+    // Each command is a child process (several seconds on a loaded machine): the independent
+    // ones run together.
+    const [ingest, plain] = await Promise.all([
+      runCli(['keys', 'create', '--org', orgId, '--scope', 'ingest', '--json'], env),
+      runCli(['keys', 'create', '--org', orgId, '--name', 'ops'], env),
+    ]);
     expect(ingest.code, ingest.stderr).toBe(0);
     const key = (JSON.parse(ingest.stdout) as { key: KeyView }).key;
     expect(key.scope).toBe('ingest');
-    const plain = await runCli(['keys', 'create', '--org', orgId, '--name', 'ops'], env);
     expect(plain.stdout).toMatch(/^Created admin key [A-Za-z0-9]{8}\./);
-    const list = await runCli(['keys', 'list', '--org', orgId, '--json'], env);
+    const [list, text] = await Promise.all([
+      runCli(['keys', 'list', '--org', orgId, '--json'], env),
+      runCli(['keys', 'list', '--org', orgId], env),
+    ]);
     const keys = (JSON.parse(list.stdout) as { data: KeyView[] }).data;
     expect(keys.map((k) => k.scope).sort()).toEqual(['admin', 'admin', 'ingest']);
     expect(keys.every((k) => k.last_used_at === null)).toBe(true);
-    const text = await runCli(['keys', 'list', '--org', orgId], env);
     expect(text.stdout).toContain(`${key.id}  ingest`);
-  });
+  }, 120_000);
 
   it('refuses an unknown scope in one line', async () => {
     const res = await runCli(['keys', 'create', '--org', orgId, '--scope', 'root'], env);
     expect(res.code).toBe(1);
     expect(res.stderr).toContain("'root' is invalid");
-  });
+  }, 60_000);
 });

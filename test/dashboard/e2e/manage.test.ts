@@ -5,7 +5,7 @@ import { DeliveryWorker } from '../../../src/webhooks/worker.js';
 import { startReceiver, type Receiver } from '../../webhooks/receiver.js';
 import { startE2E, tableRows, type E2E } from './browser.js';
 
-describe('managing the organisation from the dashboard in Chromium', () => {
+describe('managing the organisation from the dashboard in Chromium', { timeout: 90_000 }, () => {
   let e: E2E;
   let page: Page;
   let ok: Receiver;

@@ -26,7 +26,7 @@ const PAGES = [
   ['Settings', '/dashboard/settings'],
 ] as const;
 
-describe('dashboard pages in Chromium', () => {
+describe('dashboard pages in Chromium', { timeout: 90_000 }, () => {
   let e: E2E;
   let page: Page;
   const eur = (n: number) => money(n, 'EUR');
