@@ -51,7 +51,9 @@ export function validationDetails(part: string, issues: AjvIssue[]): ErrorDetail
   return details;
 }
 
-export function toAppError(error: FastifyError & { validation?: AjvIssue[]; validationContext?: string }): AppError {
+export function toAppError(
+  error: FastifyError & { validation?: AjvIssue[]; validationContext?: string },
+): AppError {
   if (error instanceof AppError) return error;
   if (error.validation) {
     const details = validationDetails(error.validationContext ?? 'body', error.validation);
