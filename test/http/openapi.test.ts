@@ -1,3 +1,4 @@
+import { createConfig, lintFromString } from '@redocly/openapi-core';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import type { InjectOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -34,6 +35,19 @@ describe('the OpenAPI document', () => {
     expect(result.valid).toBe(true);
     expect(doc.openapi).toBe('3.1.0');
     expect(doc.servers).toEqual([expect.objectContaining({ url: expect.stringMatching(/^http/) })]);
+  });
+
+  it("passes a linter's recommended rules (Redocly, which openapi-typescript runs)", async () => {
+    const config = await createConfig({ extends: ['recommended'] });
+    const problems = await lintFromString({
+      source: JSON.stringify(doc),
+      absoluteRef: '/openapi.json',
+      config,
+    });
+    // The licence of the API is not decided by the project (package.json: UNLICENSED).
+    expect(
+      problems.filter((p) => p.ruleId !== 'info-license').map((p) => `${p.ruleId}: ${p.message}`),
+    ).toEqual([]);
   });
 
   it('names every operation and its schemas, and declares what generators need', () => {

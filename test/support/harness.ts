@@ -94,11 +94,12 @@ export async function createHarness(engine: Engine, options: HarnessOptions = {}
       });
     },
     async close() {
+      const violations = watched.violations();
       await app.close();
       await storage.destroy();
-      if (watched.violations.length > 0) {
+      if (violations.length > 0) {
         throw new Error(
-          `Answers the OpenAPI document does not declare: ${JSON.stringify(watched.violations.slice(0, 5))}`,
+          `Answers the OpenAPI document does not declare: ${JSON.stringify(violations.slice(0, 5))}`,
         );
       }
     },

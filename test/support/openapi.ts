@@ -80,58 +80,75 @@ interface Violation {
 
 let sharedValidator: { doc: string; ajv: Ajv2020 } | null = null;
 
+interface Seen {
+  template: string;
+  method: string;
+  status: number;
+  type: string;
+  payload: string | null;
+}
+
 /**
- * Watches every answer `app` gives (the harness installs it on each test app) and records those
- * the OpenAPI document does not declare: an undeclared status or content type, or a JSON body
- * its schema refuses. Streamed bodies and routes outside the document are not checked.
+ * Watches every answer `app` gives (the harness installs it on each test app); `violations()`
+ * then lists those the OpenAPI document does not declare: an undeclared status or content type,
+ * or a JSON body its schema refuses. Answers are only recorded while the test runs (checking
+ * them then would slow the first answers down, which timing tests feel); streamed bodies and
+ * routes outside the document are not checked.
  */
-export function watchResponses(app: FastifyInstance): { violations: Violation[] } {
-  const violations: Violation[] = [];
-  let doc: OpenApiDocument | null = null;
-  let text = '';
+export function watchResponses(app: FastifyInstance): { violations: () => Violation[] } {
+  const seen: Seen[] = [];
   app.addHook('onSend', async (request, reply, payload) => {
     const template = request.routeOptions.url;
-    if (template === undefined || !template.startsWith('/v1/')) return payload;
-    if (doc === null) {
-      doc = app.swagger() as unknown as OpenApiDocument;
-      text = JSON.stringify(doc);
+    if (template !== undefined && template.startsWith('/v1/')) {
+      seen.push({
+        template,
+        method: request.method.toLowerCase(),
+        status: reply.statusCode,
+        type: String(reply.getHeader('content-type') ?? '').split(';')[0] ?? '',
+        payload: typeof payload === 'string' ? payload : null,
+      });
     }
-    // One validator per test file while the document stays the same (compiling is the cost).
-    if (sharedValidator?.doc !== text) {
-      const ajv = new Ajv2020({ strict: false, allErrors: true, validateSchema: false });
-      addFormats(ajv);
-      ajv.addSchema({ ...doc, $id: DOC_ID });
-      sharedValidator = { doc: text, ajv };
-    }
-    const { ajv } = sharedValidator;
-    const path = template.replace(/:(\w+)/g, '{$1}');
-    const method = request.method.toLowerCase();
-    const operation = doc.paths[path]?.[method];
-    if (!operation) return payload;
-    const status = String(reply.statusCode);
-    const declared = operation.responses[status] ? status : `${status[0]}XX`;
-    const response = operation.responses[declared];
-    const record = (problem: string) =>
-      violations.push({ operation: operation.operationId, status: reply.statusCode, problem });
-    if (!response) {
-      record('status not declared');
-      return payload;
-    }
-    if (!response.content) return payload;
-    const type = String(reply.getHeader('content-type') ?? '').split(';')[0] ?? '';
-    if (!(type in response.content)) {
-      record(`content type ${type} not declared`);
-      return payload;
-    }
-    if (type !== 'application/json' || typeof payload !== 'string') return payload;
-    const ref = `${DOC_ID}#/${pointer('paths', path, method, 'responses', declared, 'content', type, 'schema')}`;
-    const validate = ajv.getSchema(ref);
-    if (!validate) {
-      record(`no schema at ${ref}`);
-      return payload;
-    }
-    if (!validate(JSON.parse(payload))) record(ajv.errorsText(validate.errors));
     return payload;
   });
-  return { violations };
+  return {
+    violations() {
+      if (seen.length === 0) return [];
+      const doc = app.swagger() as unknown as OpenApiDocument;
+      const text = JSON.stringify(doc);
+      // One validator per test file while the document stays the same (compiling is the cost).
+      if (sharedValidator?.doc !== text) {
+        const ajv = new Ajv2020({ strict: false, allErrors: true, validateSchema: false });
+        addFormats(ajv);
+        ajv.addSchema({ ...doc, $id: DOC_ID });
+        sharedValidator = { doc: text, ajv };
+      }
+      const { ajv } = sharedValidator;
+      const violations: Violation[] = [];
+      for (const answer of seen.splice(0)) {
+        const path = answer.template.replace(/:(\w+)/g, '{$1}');
+        const operation = doc.paths[path]?.[answer.method];
+        if (!operation) continue;
+        const status = String(answer.status);
+        const declared = operation.responses[status] ? status : `${status[0]}XX`;
+        const response = operation.responses[declared];
+        const record = (problem: string) =>
+          violations.push({ operation: operation.operationId, status: answer.status, problem });
+        if (!response) {
+          record('status not declared');
+          continue;
+        }
+        if (!response.content) continue;
+        if (!(answer.type in response.content)) {
+          record(`content type ${answer.type} not declared`);
+          continue;
+        }
+        if (answer.type !== 'application/json' || answer.payload === null) continue;
+        const ref = `${DOC_ID}#/${pointer('paths', path, answer.method, 'responses', declared, 'content', answer.type, 'schema')}`;
+        const validate = ajv.getSchema(ref);
+        if (!validate) record(`no schema at ${ref}`);
+        else if (!validate(JSON.parse(answer.payload))) record(ajv.errorsText(validate.errors));
+      }
+      return violations;
+    },
+  };
 }

@@ -135,5 +135,8 @@ export async function send(transport: TransportOptions, options: RequestOptions)
 
 /** A fresh idempotency key: random, so two logical calls never share one. */
 export function newIdempotencyKey(): string {
-  return `tally-js-${crypto.randomUUID()}`;
+  // randomUUID needs a secure context in browsers; getRandomValues does not.
+  if (typeof crypto.randomUUID === 'function') return `tally-js-${crypto.randomUUID()}`;
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return `tally-js-${Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('')}`;
 }
