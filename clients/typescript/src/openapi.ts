@@ -347,7 +347,7 @@ export type components = {
         };
         CreateWebhookRequest: {
             url: string;
-            event_types: ("event.created" | "agent.first_event" | "weekly.digest")[];
+            event_types: ("event.created" | "agent.first_event" | "weekly.digest" | "test.ping")[];
             description?: string;
         };
         Delivery: {
@@ -385,7 +385,7 @@ export type components = {
             error: components["schemas"]["ErrorObject"];
         };
         /** @enum {string} */
-        ErrorCode: "missing_authorization" | "invalid_api_key" | "key_revoked" | "validation_error" | "unknown_task_type" | "occurred_at_out_of_range" | "rate_limited" | "quota_exceeded" | "invalid_json" | "unsupported_media_type" | "payload_too_large" | "not_found" | "plan_upgrade_required" | "cannot_archive_builtin" | "service_unavailable" | "internal_error";
+        ErrorCode: "missing_authorization" | "invalid_api_key" | "key_revoked" | "validation_error" | "unknown_task_type" | "occurred_at_out_of_range" | "rate_limited" | "quota_exceeded" | "invalid_json" | "unsupported_media_type" | "payload_too_large" | "not_found" | "plan_upgrade_required" | "insufficient_scope" | "cannot_archive_builtin" | "bad_request" | "request_timeout" | "headers_too_large" | "service_unavailable" | "internal_error";
         ErrorDetail: {
             /** @description JSON pointer of the offending input, e.g. /body/outcome */
             path: string;
@@ -613,7 +613,7 @@ export type components = {
         };
         UpdateWebhookRequest: {
             url?: string;
-            event_types?: ("event.created" | "agent.first_event" | "weekly.digest")[];
+            event_types?: ("event.created" | "agent.first_event" | "weekly.digest" | "test.ping")[];
             description?: string | null;
             /** @enum {string} */
             status?: "active";
@@ -640,7 +640,7 @@ export type components = {
             created_at: string;
         };
         /** @enum {string} */
-        WebhookEventType: "event.created" | "agent.first_event" | "weekly.digest";
+        WebhookEventType: "event.created" | "agent.first_event" | "weekly.digest" | "test.ping";
         WebhookList: {
             data: components["schemas"]["Webhook"][];
             next_cursor: string | null;
