@@ -1,7 +1,8 @@
 /**
  * The servers the benchmarks load, each run in its own process so the load generator does not
  * share their event loop: `tsx bench/servers.ts reference|sqlite|postgres PORT`.
- * Prints one JSON line `{"ready": true, "apiKey": …}` once listening.
+ * Prints one JSON line `{"ready": true, "apiKey": …}` once listening. Tally runs its folding
+ * stage in the same process, as `tally serve` does.
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,6 +16,7 @@ import { buildApp } from '../src/http/server.js';
 import { createRateLimiter } from '../src/service.js';
 import { createOrganization } from '../src/orgs/organizations.js';
 import { migrateToLatest, openStorage } from '../src/storage/db.js';
+import { foldStageFor } from '../src/tracking/fold.js';
 
 const [kind = 'reference', portText = '0'] = process.argv.slice(2);
 const port = Number(portText);
@@ -56,8 +58,12 @@ async function tally(engine: 'sqlite' | 'postgres') {
     { logger: false },
   );
   await app.listen({ host: '127.0.0.1', port });
+  // As in `tally serve`: the folding stage runs beside the API (DESIGN §11).
+  const fold = foldStageFor(ctx);
+  fold.start();
   const cleanup = async () => {
     await app.close();
+    await fold.stop();
     await storage.close();
     if (schema) {
       const client = new pg.Client({ connectionString: url });

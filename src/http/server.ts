@@ -80,7 +80,7 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
   app.decorate(
     'metrics',
     createMetrics(async () => {
-      const tail = await tailState(deps.storage.db);
+      const tail = await tailState(deps.storage.db, deps.storage.engine);
       const age =
         tail.oldestReceivedAt === null ? 0 : (deps.clock.now().getTime() - tail.oldestReceivedAt) / 1000;
       return { events: tail.events, lagSeconds: Math.max(0, age) };

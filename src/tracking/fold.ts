@@ -1,10 +1,11 @@
-import { sql } from 'kysely';
-import { addUsage, usageMonth, type UsageIncrement } from '../billing/usage-counter.js';
+import { sql, type RawBuilder } from 'kysely';
 import type { ServiceCtx } from '../context.js';
+import { addUsage, usageMonth, type UsageIncrement } from '../billing/usage-counter.js';
+import { foldRollups, seqRange } from '../reports/fold-rollups.js';
 import { applyRollupDeltas, rollupDeltas } from '../reports/rollups.js';
 import type { Db, DbOrTrx, Engine } from '../storage/db.js';
 import type { EventRow } from '../storage/schema.js';
-import { readWatermark } from '../storage/snapshot.js';
+import { inSnapshot, readWatermark } from '../storage/snapshot.js';
 import { enqueueNewEventMessages, type NewEventMessage } from '../webhooks/outbox.js';
 import { eventView } from './events.js';
 
@@ -23,8 +24,12 @@ import { eventView } from './events.js';
  * - SQLite: one writer at a time numbers its events after the largest stored, in commit order.
  */
 
-/** Events folded per transaction at most (a PostgreSQL transaction's events are never split). */
-export const FOLD_BATCH = 20_000;
+/**
+ * Events folded per transaction at most (a PostgreSQL transaction's events are never split).
+ * SQLite's one connection serves tracking too: its passes stay short, so that requests waiting
+ * behind one do not wait long.
+ */
+export const FOLD_BATCH = { sqlite: 2_000, postgres: 20_000 } as const;
 
 /** The advisory lock of the folding stage: two keys, apart from the capped-plan locks. */
 const FOLD_LOCK = sql`7311002, 0`;
@@ -44,6 +49,27 @@ export interface FoldOptions {
   limit?: number;
   /** Tests: runs in the pass's transaction after its writes, before the watermark moves. */
   beforeCommit?: () => Promise<void> | void;
+  /** From this many events on, the rollups and usage are folded in SQL (default SQL_FROM). */
+  sqlFrom?: number;
+}
+
+/**
+ * Passes of fewer events build their rollup rows in the service (rollupDeltas, one upsert per
+ * row); larger ones fold in the database, a statement per grain and bucket (fold-rollups.ts).
+ */
+export const SQL_FROM = 500;
+
+/** One increment per organisation and month of receipt, in sorted order. */
+function usageIncrements(rows: readonly EventRow[]): UsageIncrement[] {
+  const byKey = new Map<string, UsageIncrement>();
+  for (const row of rows) {
+    const month = usageMonth(new Date(Number(row.received_at)));
+    const key = `${row.org_id} ${month}`;
+    const increment = byKey.get(key);
+    if (increment) increment.events += 1;
+    else byKey.set(key, { org_id: row.org_id, month, shard: 0, events: 1 });
+  }
+  return [...byKey.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([, increment]) => increment);
 }
 
 function seqEqual(a: Seq, b: Seq): boolean {
@@ -70,19 +96,6 @@ async function foldableUpTo(trx: DbOrTrx, engine: Engine, from: Seq): Promise<Se
   return last === null || last === undefined ? from : Math.max(Number(from), Number(last) + 1);
 }
 
-/** One increment per organisation and month of receipt, in sorted order. */
-function usageIncrements(rows: readonly EventRow[]): UsageIncrement[] {
-  const byKey = new Map<string, UsageIncrement>();
-  for (const row of rows) {
-    const month = usageMonth(new Date(Number(row.received_at)));
-    const key = `${row.org_id} ${month}`;
-    const increment = byKey.get(key);
-    if (increment) increment.events += 1;
-    else byKey.set(key, { org_id: row.org_id, month, shard: 0, events: 1 });
-  }
-  return [...byKey.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([, increment]) => increment);
-}
-
 /** The ids of the events in `rows` that are the first of their agent (tracking records them). */
 async function firstEventIds(trx: DbOrTrx, rows: readonly EventRow[]): Promise<Set<string>> {
   const byOrg = new Map<string, Set<string>>();
@@ -107,25 +120,56 @@ async function firstEventIds(trx: DbOrTrx, rows: readonly EventRow[]): Promise<S
   return firsts;
 }
 
-/** The webhook messages of folded events, for the organisations with a live webhook. */
-async function writeMessages(trx: DbOrTrx, ctx: ServiceCtx, rows: readonly EventRow[]): Promise<void> {
-  const orgIds = [...new Set(rows.map((r) => r.org_id))];
-  const hooked = new Set<string>();
-  for (let i = 0; i < orgIds.length; i += 500) {
-    const found = await trx
-      .selectFrom('webhooks')
-      .select('org_id')
-      .distinct()
-      .where('org_id', 'in', orgIds.slice(i, i + 500))
-      .where('deleted_at', 'is', null)
-      .where('status', '<>', 'deactivated')
-      .execute();
-    for (const f of found) hooked.add(f.org_id);
+/** The events of a range, counted. */
+async function count(trx: DbOrTrx, engine: Engine, from: Seq, to: Seq): Promise<number> {
+  const { rows } = await sql<{
+    n: unknown;
+  }>`SELECT COUNT(*) AS n FROM events WHERE ${seqRange(engine, from, to)}`.execute(trx);
+  return Number(rows[0]?.n ?? 0);
+}
+
+/** Adds the events of a range to their organisation's month of receipt (usage_monthly, shard 0). */
+async function foldUsage(trx: DbOrTrx, engine: Engine, from: Seq, to: Seq): Promise<void> {
+  const month =
+    engine === 'sqlite'
+      ? sql`strftime('%Y-%m', received_at / 1000, 'unixepoch')`
+      : sql`to_char(to_timestamp(received_at / 1000) AT TIME ZONE 'UTC', 'YYYY-MM')`;
+  await sql`
+    INSERT INTO usage_monthly (org_id, month, shard, events)
+    SELECT org_id, ${month}, 0, COUNT(*) FROM events WHERE ${seqRange(engine, from, to)} GROUP BY 1, 2
+    ON CONFLICT (org_id, month, shard) DO UPDATE SET events = usage_monthly.events + excluded.events`.execute(
+    trx,
+  );
+}
+
+/**
+ * The webhook messages of the events of a range, for the organisations with a live webhook:
+ * only their events are read back.
+ */
+async function writeMessages(
+  trx: DbOrTrx,
+  ctx: ServiceCtx,
+  from: Seq,
+  to: Seq,
+  read?: readonly EventRow[],
+): Promise<void> {
+  const { rows: hooked } = await sql<{ org_id: string }>`
+    SELECT DISTINCT org_id FROM webhooks
+    WHERE deleted_at IS NULL AND status <> 'deactivated'
+      AND org_id IN (SELECT DISTINCT org_id FROM events WHERE ${seqRange(ctx.engine, from, to)})`.execute(
+    trx,
+  );
+  if (hooked.length === 0) return;
+  const orgs = new Set(hooked.map((h) => h.org_id));
+  const rows: EventRow[] = read ? read.filter((r) => orgs.has(r.org_id)) : [];
+  for (const { org_id: orgId } of read ? [] : hooked) {
+    const { rows: found } = await sql<EventRow>`
+      SELECT * FROM events WHERE org_id = ${orgId} AND ${seqRange(ctx.engine, from, to)}
+      ORDER BY ingest_seq, id`.execute(trx);
+    rows.push(...found);
   }
-  const candidates = rows.filter((r) => hooked.has(r.org_id));
-  if (candidates.length === 0) return;
-  const firsts = await firstEventIds(trx, candidates);
-  const messages: NewEventMessage[] = candidates.map((row) => ({
+  const firsts = await firstEventIds(trx, rows);
+  const messages: NewEventMessage[] = rows.map((row) => ({
     orgId: row.org_id,
     event: eventView(row),
     isNewAgent: firsts.has(row.id),
@@ -139,10 +183,10 @@ async function writeMessages(trx: DbOrTrx, ctx: ServiceCtx, rows: readonly Event
  * folds. Exactly once: the events, their derived rows and the watermark commit together.
  */
 export async function foldOnce(ctx: ServiceCtx, options: FoldOptions = {}): Promise<FoldResult> {
-  const limit = Math.max(1, options.limit ?? FOLD_BATCH);
+  const limit = Math.max(1, options.limit ?? FOLD_BATCH[ctx.engine]);
   const postgres = ctx.engine === 'postgres';
   // Most passes of a polling stage find no tail: they end on this read, without a transaction.
-  if (!(await hasTail(ctx.db))) {
+  if (!(await hasTail(ctx.db, ctx.engine))) {
     return { folded: 0, more: false, watermark: await readWatermark(ctx.db) };
   }
   return ctx.db.transaction().execute(async (trx) => {
@@ -174,18 +218,19 @@ export async function foldOnce(ctx: ServiceCtx, options: FoldOptions = {}): Prom
       if (seqEqual(to, from)) to = seqAfter(from);
     }
     if (seqEqual(to, from)) return { folded: 0, more: false, watermark: from };
-    const rows = await trx
-      .selectFrom('events')
-      .selectAll()
-      .where('ingest_seq', '>=', from)
-      .where('ingest_seq', '<', to)
-      .orderBy('ingest_seq')
-      .orderBy('id')
-      .execute();
-    if (rows.length > 0) {
-      await applyRollupDeltas(trx, rollupDeltas(rows, 0));
-      await addUsage(trx, usageIncrements(rows)).execute();
-      await writeMessages(trx, ctx, rows);
+    const folded = await count(trx, ctx.engine, from, to);
+    if (folded > 0 && folded < (options.sqlFrom ?? SQL_FROM)) {
+      // A few events (the usual pass of a stage keeping up): their rows are read and their
+      // rollup rows built here, as tracking used to, cheaper than a statement per grain.
+      const rows = await sql<EventRow>`
+        SELECT * FROM events WHERE ${seqRange(ctx.engine, from, to)} ORDER BY ingest_seq, id`.execute(trx);
+      await applyRollupDeltas(trx, rollupDeltas(rows.rows, 0));
+      await addUsage(trx, usageIncrements(rows.rows)).execute();
+      await writeMessages(trx, ctx, from, to, rows.rows);
+    } else if (folded > 0) {
+      await foldRollups(trx, ctx.engine, from, to);
+      await foldUsage(trx, ctx.engine, from, to);
+      await writeMessages(trx, ctx, from, to);
     }
     await options.beforeCommit?.();
     await trx
@@ -193,23 +238,41 @@ export async function foldOnce(ctx: ServiceCtx, options: FoldOptions = {}): Prom
       .set({ watermark: to, folded_at: Date.now() })
       .where('id', '=', 1)
       .execute();
-    return { folded: rows.length, more, watermark: to };
+    return { folded, more, watermark: to };
   });
 }
 
+/**
+ * `ingest_seq >= watermark` with the watermark as a value: PostgreSQL then estimates from the
+ * index that few rows match (with a subquery it guesses a third of the table, and a LIMIT 1
+ * may then scan the table from its start).
+ */
+function afterMark(engine: Engine, watermark: Seq): RawBuilder<unknown> {
+  return engine === 'postgres'
+    ? sql`ingest_seq >= ${String(watermark)}::xid8`
+    : sql`ingest_seq >= ${watermark}`;
+}
+
 /** Whether any event is after the watermark. */
-async function hasTail(db: DbOrTrx): Promise<boolean> {
+async function hasTail(db: DbOrTrx, engine: Engine): Promise<boolean> {
+  const watermark = await readWatermark(db);
   const { rows } = await sql<{ one: unknown }>`
-    SELECT 1 AS one FROM events
-    WHERE ingest_seq >= (SELECT watermark FROM fold_state WHERE id = 1) LIMIT 1`.execute(db);
+    SELECT 1 AS one FROM events WHERE ${afterMark(engine, watermark)} LIMIT 1`.execute(db);
   return rows.length > 0;
 }
 
 /** The tail (events after the watermark) and the age of its oldest event, in one snapshot. */
-export async function tailState(db: DbOrTrx): Promise<{ events: number; oldestReceivedAt: number | null }> {
-  const { rows } = await sql<{ n: unknown; oldest: unknown }>`
-    SELECT COUNT(*) AS n, MIN(received_at) AS oldest FROM events
-    WHERE ingest_seq >= (SELECT watermark FROM fold_state WHERE id = 1)`.execute(db);
+export async function tailState(
+  db: DbOrTrx,
+  engine: Engine,
+): Promise<{ events: number; oldestReceivedAt: number | null }> {
+  const { rows } = await inSnapshot(db, engine, async (trx) => {
+    const watermark = await readWatermark(trx);
+    return sql<{ n: unknown; oldest: unknown }>`
+      SELECT COUNT(*) AS n, MIN(received_at) AS oldest FROM events WHERE ${afterMark(engine, watermark)}`.execute(
+      trx,
+    );
+  });
   const row = rows[0];
   const oldest = row?.oldest;
   return {
@@ -219,7 +282,11 @@ export async function tailState(db: DbOrTrx): Promise<{ events: number; oldestRe
 }
 
 export interface FoldStageOptions {
-  /** How long the loop sleeps when the tail is empty (it is also woken by local tracking). */
+  /**
+   * How long the loop waits after a pass that emptied the tail: when it found none, local
+   * tracking wakes it earlier; when it folded some, it waits the whole time, so that the next
+   * pass folds many events at once rather than each batch of the API alone.
+   */
   idlePollMs?: number;
   batch?: number;
   onError?: (error: unknown) => void;
@@ -244,8 +311,8 @@ export class FoldStage {
     private readonly ctx: ServiceCtx,
     options: FoldStageOptions = {},
   ) {
-    this.idlePollMs = options.idlePollMs ?? 50;
-    this.batch = options.batch ?? FOLD_BATCH;
+    this.idlePollMs = options.idlePollMs ?? 100;
+    this.batch = options.batch ?? FOLD_BATCH[ctx.engine];
     this.onError = options.onError ?? (() => undefined);
   }
 
@@ -288,21 +355,27 @@ export class FoldStage {
     while (this.running) {
       this.woken = false;
       let result: FoldResult | null = null;
+      const started = Date.now();
       try {
         result = await this.foldNow();
       } catch (error) {
         this.onError(error);
       }
+      // A busy stage takes at most about a third of the time (and of SQLite's one connection):
+      // after a pass that took t, it waits 2t, and the next pass folds more events at once.
+      const wait = Math.max(this.idlePollMs, 2 * (Date.now() - started));
       if (!this.running) break;
-      if (result?.more || this.woken) continue;
+      if (result?.more) continue;
+      const idle = result !== null && result.folded === 0;
+      if (idle && this.woken) continue;
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(
-          resolve,
-          result === null ? Math.max(this.idlePollMs, 1000) : this.idlePollMs,
-        );
+        const timer = setTimeout(resolve, result === null ? Math.max(wait, 1000) : wait);
+        // Only an idle stage is woken early by tracking; stop() ends any wait.
         this.wakeUp = () => {
-          clearTimeout(timer);
-          resolve();
+          if (idle || !this.running) {
+            clearTimeout(timer);
+            resolve();
+          }
         };
       });
       this.wakeUp = null;
@@ -333,7 +406,7 @@ export async function afterTrack(ctx: ServiceCtx): Promise<void> {
   // committing keeps the tail a moment longer.
   for (let attempt = 0; attempt < 200; attempt++) {
     await stage.foldAll();
-    if ((await tailState(ctx.db)).events === 0) return;
+    if ((await tailState(ctx.db, ctx.engine)).events === 0) return;
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
 }

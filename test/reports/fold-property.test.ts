@@ -55,6 +55,8 @@ describe.each(ENGINES)('reports at random fold points (%s)', (engine) => {
             events: fc.array(eventArb, { maxLength: 8 }),
             fold: fc.constantFrom('none', 'some', 'all'),
             limit: fc.integer({ min: 1, max: 6 }),
+            // Rollups built in the service, or folded in SQL.
+            sqlFrom: fc.constantFrom(1, 1000),
           }),
           { minLength: 1, maxLength: 4 },
         ),
@@ -69,8 +71,9 @@ describe.each(ENGINES)('reports at random fold points (%s)', (engine) => {
           const events = [];
           for (const step of steps) {
             events.push(...(await seed(ctx, step.events)));
-            if (step.fold === 'some') await foldOnce(h.ctx, { limit: step.limit });
-            if (step.fold === 'all') await foldOnce(h.ctx);
+            const { sqlFrom } = step;
+            if (step.fold === 'some') await foldOnce(h.ctx, { limit: step.limit, sqlFrom });
+            if (step.fold === 'all') await foldOnce(h.ctx, { sqlFrom });
           }
           const at = NOW - before;
           const from = windowFrom(period, at);

@@ -1,0 +1,275 @@
+/**
+ * npm run bench:ingest — a backfill: BENCH_EVENTS events (default 1,000,000) through
+ * POST /v1/track/batch, 500 per request (BENCH_IN_FLIGHT requests at once, default 4), each a
+ * random agent of 200, task type of 50 and client of 20, `occurred_at` spread at random over the
+ * 89 days before now, against Tally on SQLite and on PostgreSQL (BENCH_ENGINES), each server in
+ * its own process with its folding stage running (bench/servers.ts). Prints, per engine:
+ * - the events/s of the load;
+ * - the floor: the rate at which the same engine takes the same rows straight into a table with
+ *   the events table's columns and indexes (a freshly migrated database's `events`), one
+ *   transaction per 500 rows, from this process; half of its rows go in before the load and half
+ *   after, so a slow spell of the machine weighs on both sides of the ratio;
+ * - the time from the end of the load until the fold lag (/metrics) is back under 1 s.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { createInterface } from 'node:readline';
+import pg from 'pg';
+import { Pool } from 'undici';
+import { BUILTIN_TASK_TYPES } from '../src/catalogue/builtins.js';
+import { migrateToLatest, openStorage, type Storage } from '../src/storage/db.js';
+import { insertEachRow, insertRows, type PgType } from '../src/storage/insert-rows.js';
+import type { EventRow } from '../src/storage/schema.js';
+
+const TOTAL = Number(process.env.BENCH_EVENTS ?? 1_000_000);
+const PER_REQUEST = 500;
+const IN_FLIGHT = Number(process.env.BENCH_IN_FLIGHT ?? 4);
+const DAY_MS = 86_400_000;
+const PG_URL = process.env.TALLY_BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const TASK_TYPES = BUILTIN_TASK_TYPES.map((t) => t.key);
+const OUTCOMES = ['success', 'success', 'success', 'needs_review', 'failure'];
+
+function rng(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    return s / 2 ** 32;
+  };
+}
+
+interface BenchEvent {
+  agent_id: string;
+  task_type: string;
+  outcome: string;
+  occurred_at: string;
+  agent_duration_seconds: number;
+  agent_cost: number;
+  model: string;
+  metadata: Record<string, string>;
+}
+
+/** Event `i` of the backfill (the same for the load and the floor). */
+function benchEvent(rand: () => number, now: number): BenchEvent {
+  const pick = <T>(items: readonly T[]) => items[Math.floor(rand() * items.length)] as T;
+  return {
+    agent_id: `bench-agent-${String(Math.floor(rand() * 200)).padStart(3, '0')}`,
+    task_type: pick(TASK_TYPES),
+    outcome: pick(OUTCOMES),
+    // A minute of margin, so the oldest stay inside the 90 days when they arrive.
+    occurred_at: new Date(now - 60_000 - Math.floor(rand() * 89 * DAY_MS)).toISOString(),
+    agent_duration_seconds: 42.5,
+    agent_cost: 0.0123,
+    model: 'gpt-4o',
+    metadata: {
+      client_id: `client-${String(Math.floor(rand() * 20)).padStart(2, '0')}`,
+      ticket: 'T-123456',
+      channel: 'email',
+    },
+  };
+}
+
+/** The stored row of a benchmark event, as tracking would store it (for the floor). */
+function floorRow(e: BenchEvent, i: number, now: number): Omit<EventRow, 'ingest_seq'> {
+  return {
+    id: `evt_${now.toString(36)}${String(i).padStart(16, '0')}`,
+    org_id: 'org_floor',
+    agent_id: e.agent_id,
+    task_type: e.task_type,
+    outcome: e.outcome,
+    client_id: e.metadata.client_id ?? null,
+    resolved_baseline_minutes: 8,
+    resolved_baseline_source: 'builtin',
+    resolved_hourly_rate_micros: 50_000_000,
+    currency: 'EUR',
+    agent_duration_seconds: e.agent_duration_seconds,
+    hours_saved_micros: 133_333,
+    cost_saved_micros: 6_666_666,
+    agent_cost_micros: 12_300,
+    resolved_cost_source: 'provided',
+    model: e.model,
+    tokens_in: null,
+    tokens_out: null,
+    metadata: JSON.stringify(e.metadata),
+    audit_sample: null,
+    pricing: null,
+    occurred_at: Date.parse(e.occurred_at),
+    received_at: now,
+    idempotency_key: null,
+  };
+}
+
+const FLOOR_COLUMNS: { readonly [K in keyof Omit<EventRow, 'ingest_seq'>]: PgType } = {
+  id: 'text',
+  org_id: 'text',
+  agent_id: 'text',
+  task_type: 'text',
+  outcome: 'text',
+  client_id: 'text',
+  resolved_baseline_minutes: 'double precision',
+  resolved_baseline_source: 'text',
+  resolved_hourly_rate_micros: 'bigint',
+  currency: 'text',
+  agent_duration_seconds: 'double precision',
+  hours_saved_micros: 'bigint',
+  cost_saved_micros: 'bigint',
+  agent_cost_micros: 'bigint',
+  resolved_cost_source: 'text',
+  model: 'text',
+  tokens_in: 'bigint',
+  tokens_out: 'bigint',
+  metadata: 'text',
+  audit_sample: 'text',
+  pricing: 'text',
+  occurred_at: 'bigint',
+  received_at: 'bigint',
+  idempotency_key: 'text',
+};
+
+/** A fresh, migrated database of `engine` for the floor, and how to remove it. */
+async function floorStorage(
+  engine: 'sqlite' | 'postgres',
+): Promise<{ storage: Storage; drop(): Promise<void> }> {
+  if (engine === 'sqlite') {
+    const dir = mkdtempSync(join(tmpdir(), 'tally-bench-floor-'));
+    const storage = openStorage(`sqlite:${join(dir, 'floor.db')}`);
+    await migrateToLatest(storage.db);
+    return { storage, drop: async () => rmSync(dir, { recursive: true, force: true }) };
+  }
+  const schema = `bench_floor_${process.pid}`;
+  const admin = new pg.Client({ connectionString: PG_URL });
+  await admin.connect();
+  await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE; CREATE SCHEMA ${schema}`);
+  await admin.end();
+  const storage = openStorage(PG_URL, { schema, poolSize: 2 });
+  await migrateToLatest(storage.db);
+  return {
+    storage,
+    drop: async () => {
+      const client = new pg.Client({ connectionString: PG_URL });
+      await client.connect();
+      await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      await client.end();
+    },
+  };
+}
+
+/** Inserts rows [from, to) of the floor, 500 per transaction; returns the seconds it took. */
+async function runFloor(storage: Storage, from: number, to: number, now: number): Promise<number> {
+  const rand = rng(99 + from);
+  const started = performance.now();
+  for (let i = from; i < to; i += PER_REQUEST) {
+    const rows: Array<Omit<EventRow, 'ingest_seq'>> = [];
+    for (let j = i; j < Math.min(to, i + PER_REQUEST); j++)
+      rows.push(floorRow(benchEvent(rand, now), j, now));
+    await storage.db.transaction().execute(async (trx) => {
+      if (storage.engine === 'sqlite') await insertEachRow(trx, 'events', FLOOR_COLUMNS, rows);
+      else await insertRows(trx, 'events', FLOOR_COLUMNS, rows).execute();
+    });
+  }
+  return (performance.now() - started) / 1000;
+}
+
+function startServer(kind: string, port: number): Promise<{ child: ChildProcess; apiKey: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/servers.ts', kind, String(port)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  return new Promise((resolve, reject) => {
+    const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
+    lines.once('line', (line) => resolve({ child, apiKey: (JSON.parse(line) as { apiKey: string }).apiKey }));
+    child.once('exit', (code) => reject(new Error(`${kind} server exited with ${code}`)));
+  });
+}
+
+async function metric(api: Pool, name: string): Promise<number> {
+  const res = await api.request({ method: 'GET', path: '/metrics' });
+  const text = await res.body.text();
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+  return Number(line?.split(' ')[1] ?? NaN);
+}
+
+async function runEngine(engine: 'sqlite' | 'postgres', port: number) {
+  const now = Date.now();
+  const floor = await floorStorage(engine);
+  const half = Math.floor(TOTAL / 2 / PER_REQUEST) * PER_REQUEST;
+  let floorSeconds = await runFloor(floor.storage, 0, half, now);
+
+  const server = await startServer(engine, port);
+  const api = new Pool(`http://127.0.0.1:${port}`, { connections: IN_FLIGHT + 1 });
+  const headers = { 'content-type': 'application/json', authorization: `Bearer ${server.apiKey}` };
+  const rand = rng(7);
+  let next = 0;
+  let failed = 0;
+  let maxTail = 0;
+  const started = performance.now();
+  const worker = async () => {
+    while (next < TOTAL) {
+      const n = Math.min(PER_REQUEST, TOTAL - next);
+      next += n;
+      const events = Array.from({ length: n }, () => benchEvent(rand, Date.now()));
+      const res = await api.request({
+        method: 'POST',
+        path: '/v1/track/batch',
+        headers,
+        body: JSON.stringify({ events }),
+      });
+      const body = (await res.body.json()) as { data?: Array<{ status: number }> };
+      if (res.statusCode !== 207) failed += n;
+      else failed += (body.data ?? []).filter((d) => d.status !== 201).length;
+    }
+  };
+  // The tail while the load runs (sampled every second).
+  let loading = true;
+  const sampler = (async () => {
+    while (loading) {
+      maxTail = Math.max(maxTail, await metric(api, 'tally_fold_tail_events'));
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  })();
+  await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
+  const loadSeconds = (performance.now() - started) / 1000;
+  loading = false;
+  await sampler;
+  const endTail = await metric(api, 'tally_fold_tail_events');
+  const loadEnd = performance.now();
+  let caughtUp = NaN;
+  for (;;) {
+    const lag = await metric(api, 'tally_fold_lag_seconds');
+    if (lag < 1) {
+      caughtUp = (performance.now() - loadEnd) / 1000;
+      break;
+    }
+    if (performance.now() - loadEnd > 1_800_000) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await api.close();
+  server.child.kill('SIGTERM');
+  await new Promise((r) => server.child.once('exit', r));
+
+  floorSeconds += await runFloor(floor.storage, half, TOTAL, now);
+  await floor.storage.close();
+  await floor.drop();
+  return {
+    rate: TOTAL / loadSeconds,
+    floor: TOTAL / floorSeconds,
+    failed,
+    maxTail: Math.max(maxTail, endTail),
+    endTail,
+    caughtUp,
+  };
+}
+
+const engines = (process.env.BENCH_ENGINES ?? 'sqlite,postgres').split(',') as Array<'sqlite' | 'postgres'>;
+console.log(
+  `POST /v1/track/batch: ${TOTAL.toLocaleString('en')} events, ${PER_REQUEST} per request, ${IN_FLIGHT} requests in flight, occurred_at over 89 days`,
+);
+console.log('engine     events/s   floor/s  vs floor  failed  tail max  tail at end  lag < 1 s after');
+let port = 18_180;
+for (const engine of engines) {
+  const r = await runEngine(engine, port++);
+  console.log(
+    `${engine.padEnd(9)} ${r.rate.toFixed(0).padStart(9)} ${r.floor.toFixed(0).padStart(9)} ${`${((r.rate / r.floor) * 100).toFixed(1)}%`.padStart(9)} ${String(r.failed).padStart(7)} ${String(r.maxTail).padStart(9)} ${String(r.endTail).padStart(12)} ${`${r.caughtUp.toFixed(1)} s`.padStart(16)}`,
+  );
+}

@@ -1,0 +1,84 @@
+import { sql, type RawBuilder } from 'kysely';
+import type { DbOrTrx, Engine } from '../storage/db.js';
+import type { IngestSeq } from '../storage/snapshot.js';
+import { OUTCOMES } from '../orgs/organizations.js';
+import { GRAINS, SUM_COLUMNS, grainColumn, hasCoarseBuckets, type Bucket, type Grain } from './rollups.js';
+
+/**
+ * The folding stage's rollup step (DESIGN §11): adds the events with `from <= ingest_seq < to`
+ * to the report rollups in the database itself, one INSERT … SELECT … GROUP BY … ON CONFLICT
+ * per grain and bucket, instead of building each event's rollup rows in the service and sending
+ * them back (a backfill's events rarely share their two- and three-key rows, ~14 per event).
+ * The rows are the ones rollupDeltas (rollups.ts) builds: same grains, buckets and keys; the
+ * rollup tests compare the two.
+ */
+export async function foldRollups(
+  db: DbOrTrx,
+  engine: Engine,
+  from: IngestSeq,
+  to: IngestSeq,
+): Promise<void> {
+  for (const [grain, kept] of Object.entries(GRAINS) as Array<[Grain, readonly string[]]>) {
+    const buckets: Bucket[] = hasCoarseBuckets(grain) ? ['day', 'half', 'week', 'month'] : ['day'];
+    for (const bucket of buckets) {
+      const agent = kept.includes('agent') ? sql`agent_id` : sql`''`;
+      const taskType = kept.includes('task_type') ? sql`task_type` : sql`''`;
+      const client = kept.includes('client') ? sql`COALESCE('c' || client_id, '')` : sql`''`;
+      const start = bucketStart(engine, bucket);
+      await sql`
+        INSERT INTO report_rollups (org_id, grain, day, agent_id, task_type, client_key, shard, ${COLUMNS})
+        SELECT org_id, ${grainColumn(grain, bucket)}, ${start}, ${agent}, ${taskType}, ${client}, 0, ${SUM_VALUES}
+        FROM events
+        WHERE ${seqRange(engine, from, to)}
+        GROUP BY org_id, 3, 4, 5, 6
+        ON CONFLICT (org_id, grain, day, agent_id, task_type, client_key, shard) DO UPDATE SET ${UPDATES}`.execute(
+        db,
+      );
+    }
+  }
+}
+
+/** `from <= ingest_seq < to` (xid8 on PostgreSQL). */
+export function seqRange(engine: Engine, from: IngestSeq, to: IngestSeq): RawBuilder<unknown> {
+  return engine === 'postgres'
+    ? sql`ingest_seq >= ${String(from)}::xid8 AND ingest_seq < ${String(to)}::xid8`
+    : sql`ingest_seq >= ${from} AND ingest_seq < ${to}`;
+}
+
+const COLUMNS = sql.raw(SUM_COLUMNS.join(', '));
+const UPDATES = sql.raw(SUM_COLUMNS.map((c) => `${c} = report_rollups.${c} + excluded.${c}`).join(', '));
+
+const VALUES: Record<string, string> = {
+  events: '1',
+  hours_saved_micros: 'hours_saved_micros',
+  cost_saved_micros: 'cost_saved_micros',
+  agent_cost_micros: 'COALESCE(agent_cost_micros, 0)',
+};
+
+/** The sum of each SUM_COLUMNS column over the events: over all of them, and each outcome's. */
+const SUM_VALUES = sql.raw(
+  SUM_COLUMNS.map((column) => {
+    const outcome = OUTCOMES.find((o) => column.startsWith(`${o}_`));
+    const value = VALUES[outcome === undefined ? column : column.slice(outcome.length + 1)] ?? '0';
+    return outcome === undefined
+      ? `SUM(${value})`
+      : `SUM(CASE WHEN outcome = '${outcome}' THEN ${value} ELSE 0 END)`;
+  }).join(', '),
+);
+
+/** The first epoch day of an event's bucket (bucketAround in rollups.ts, in SQL). */
+function bucketStart(engine: Engine, bucket: Bucket): RawBuilder<unknown> {
+  const day = sql`(occurred_at / 86400000)`;
+  if (bucket === 'day') return day;
+  const month =
+    engine === 'sqlite'
+      ? sql`CAST(julianday(date(occurred_at / 1000, 'unixepoch', 'start of month')) - 2440587.5 AS INTEGER)`
+      : sql`CAST((date_trunc('month', to_timestamp(occurred_at / 1000) AT TIME ZONE 'UTC')::date - DATE '1970-01-01') AS bigint)`;
+  if (bucket === 'month') return month;
+  // Epoch day 0 was a Thursday: day − (day + 3) mod 7 is the Monday of its ISO week; a half
+  // starts on the Monday or the Thursday; both are cut at the month's first day.
+  const monday = sql`(${day} - ((${day} + 3) % 7))`;
+  const start =
+    bucket === 'week' ? monday : sql`(${monday} + CASE WHEN (${day} + 3) % 7 >= 3 THEN 3 ELSE 0 END)`;
+  return engine === 'sqlite' ? sql`max(${start}, ${month})` : sql`GREATEST(${start}, ${month})`;
+}
