@@ -21,8 +21,9 @@ import pg from 'pg';
 import { Pool } from 'undici';
 import { BUILTIN_TASK_TYPES } from '../src/catalogue/builtins.js';
 import { migrateToLatest, openStorage, type Storage } from '../src/storage/db.js';
-import { insertEachRow, insertRows, type PgType } from '../src/storage/insert-rows.js';
+import { insertEachRow, insertRows } from '../src/storage/insert-rows.js';
 import type { EventRow } from '../src/storage/schema.js';
+import { EVENT_COLUMNS } from '../src/tracking/event-writes.js';
 
 const TOTAL = Number(process.env.BENCH_EVENTS ?? 1_000_000);
 const PER_REQUEST = 500;
@@ -101,32 +102,8 @@ function floorRow(e: BenchEvent, i: number, now: number): Omit<EventRow, 'ingest
   };
 }
 
-const FLOOR_COLUMNS: { readonly [K in keyof Omit<EventRow, 'ingest_seq'>]: PgType } = {
-  id: 'text',
-  org_id: 'text',
-  agent_id: 'text',
-  task_type: 'text',
-  outcome: 'text',
-  client_id: 'text',
-  resolved_baseline_minutes: 'double precision',
-  resolved_baseline_source: 'text',
-  resolved_hourly_rate_micros: 'bigint',
-  currency: 'text',
-  agent_duration_seconds: 'double precision',
-  hours_saved_micros: 'bigint',
-  cost_saved_micros: 'bigint',
-  agent_cost_micros: 'bigint',
-  resolved_cost_source: 'text',
-  model: 'text',
-  tokens_in: 'bigint',
-  tokens_out: 'bigint',
-  metadata: 'text',
-  audit_sample: 'text',
-  pricing: 'text',
-  occurred_at: 'bigint',
-  received_at: 'bigint',
-  idempotency_key: 'text',
-};
+// The floor writes the same columns as tracking does.
+const FLOOR_COLUMNS = EVENT_COLUMNS;
 
 /** A fresh, migrated database of `engine` for the floor, and how to remove it. */
 async function floorStorage(

@@ -48,7 +48,7 @@ async function nextIngestSeq(db: DbOrTrx): Promise<number> {
   return Number(row?.last ?? 0) + 1;
 }
 
-const EVENT_COLUMNS: { readonly [K in keyof Omit<EventRow, 'ingest_seq'>]: PgType } = {
+export const EVENT_COLUMNS: { readonly [K in keyof Omit<EventRow, 'ingest_seq'>]: PgType } = {
   id: 'text',
   org_id: 'text',
   agent_id: 'text',
