@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { OrgCtx } from '../context.js';
 import { serviceCtx } from '../http/app-types.js';
 import { AppError } from '../errors.js';
+import { unstorableIssues } from '../http/storable.js';
 import { loadAssets } from './assets.js';
 import { html } from './html.js';
 import { loginPage, page, type Section } from './layout.js';
@@ -98,12 +99,24 @@ export function queryOf(request: FastifyRequest): URLSearchParams {
   return new URLSearchParams(q < 0 ? '' : request.url.slice(q + 1));
 }
 
+/**
+ * A posted form, by field. Its strings meet the API's storable-string rule (no NUL, no unpaired
+ * surrogate), so a form can never hand the store what a JSON body may not.
+ */
 function parseForm(body: string): Form {
   const form: Form = new Map();
   for (const [name, value] of new URLSearchParams(body)) {
     const list = form.get(name);
     if (list) list.push(value);
     else form.set(name, [value]);
+  }
+  const issues = unstorableIssues(Object.fromEntries(form), '/body');
+  if (issues.length > 0) {
+    throw new AppError(
+      'validation_error',
+      'A field holds characters Tally cannot store (NUL or an unpaired surrogate); remove them and try again.',
+      issues,
+    );
   }
   return form;
 }
@@ -134,7 +147,13 @@ export async function registerDashboard(app: FastifyInstance): Promise<void> {
       dash.addContentTypeParser(
         'application/x-www-form-urlencoded',
         { parseAs: 'string' },
-        (_request, body, done) => done(null, parseForm(String(body))),
+        (_request, body, done) => {
+          try {
+            done(null, parseForm(String(body)));
+          } catch (error) {
+            done(error as AppError, undefined);
+          }
+        },
       );
 
       dash.addHook('onRequest', async (request, reply) => {

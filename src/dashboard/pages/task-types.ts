@@ -288,7 +288,7 @@ export function registerTaskTypePages(dash: FastifyInstance, app: FastifyInstanc
   dash.post<{ Params: { key: string }; Body: Form }>('/task-types/:key/override', async (request, reply) => {
     const ctx = dashboardCtx(app, request);
     const key = request.params.key;
-    return attempt(app, request, reply, `/dashboard/task-types/${key}`, async () => {
+    return attempt(app, request, reply, `/dashboard/task-types/${encodeURIComponent(key)}`, async () => {
       const reason = field(request.body, 'reason').trim().slice(0, 1000);
       await setOverride({
         ctx,
@@ -305,7 +305,7 @@ export function registerTaskTypePages(dash: FastifyInstance, app: FastifyInstanc
   dash.post<{ Params: { key: string } }>('/task-types/:key/override/remove', async (request, reply) => {
     const ctx = dashboardCtx(app, request);
     const key = request.params.key;
-    return attempt(app, request, reply, `/dashboard/task-types/${key}`, async () => {
+    return attempt(app, request, reply, `/dashboard/task-types/${encodeURIComponent(key)}`, async () => {
       await removeOverride({ ctx, key });
       return "Override removed; Tally's default baseline applies again.";
     });
@@ -314,7 +314,7 @@ export function registerTaskTypePages(dash: FastifyInstance, app: FastifyInstanc
   dash.post<{ Params: { key: string } }>('/task-types/:key/archive', async (request, reply) => {
     const ctx = dashboardCtx(app, request);
     const key = request.params.key;
-    return attempt(app, request, reply, `/dashboard/task-types/${key}`, async () => {
+    return attempt(app, request, reply, `/dashboard/task-types/${encodeURIComponent(key)}`, async () => {
       await archiveTaskType({ ctx, key });
       return `Archived ${key}.`;
     });
