@@ -32,7 +32,16 @@ async function dropSchemas(client: pg.Client, names: string[]): Promise<void> {
  * crashed runs, older than two hours, before it).
  */
 export default async function setup(project: TestProject) {
-  const started = Date.now();
+  // The PostgreSQL server's clock, not this process's: every run on the shared server must agree
+  // on how old a schema is. A run whose clock is set ahead (faketime, a skewed machine) would
+  // otherwise take the schemas of runs in progress for stale ones and drop them.
+  const started =
+    (await withClient(async (client) => {
+      const { rows } = await client.query<{ ms: string }>(
+        `select (extract(epoch from now()) * 1000)::bigint as ms`,
+      );
+      return Number(rows[0]?.ms);
+    })) ?? Date.now();
   const prefix = `t_${started.toString(36)}_`;
   project.provide('pgRunPrefix', prefix);
   await withClient(async (client) => {
