@@ -13,6 +13,7 @@ import {
   type Outcome,
 } from '../orgs/organizations.js';
 import type { OrganizationUpdate } from '../storage/schema.js';
+import type { DbOrTrx } from '../storage/db.js';
 
 export interface SettingsPatch {
   name?: string;
@@ -50,13 +51,7 @@ export async function updateSettings({
   if (patch.name !== undefined) changes.name = checkName(patch.name, '/body/name');
   if (patch.currency !== undefined && patch.currency !== org.currency) {
     checkCurrency(patch.currency, '/body/currency');
-    const anyEvent = await ctx.db
-      .selectFrom('events')
-      .select('id')
-      .where('org_id', '=', orgId)
-      .limit(1)
-      .executeTakeFirst();
-    if (anyEvent) {
+    if (await hasTrackedEvents(ctx.db, orgId)) {
       throw validationError('/body/currency', 'cannot change once the organisation has tracked events');
     }
     changes.currency = patch.currency;
@@ -86,4 +81,15 @@ export async function updateSettings({
   if (patch.admin_emails !== undefined) changes.admin_emails = JSON.stringify(patch.admin_emails);
   if (Object.keys(changes).length === 0) return org;
   return updateOrganizationRow({ ctx, id: orgId, changes });
+}
+
+/** Whether the organisation has tracked any event (its currency is fixed from then on). */
+export async function hasTrackedEvents(db: DbOrTrx, orgId: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('events')
+    .select('id')
+    .where('org_id', '=', orgId)
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
 }

@@ -5,20 +5,9 @@ import { buildReport } from '../../src/reports/report.js';
 import type { StoredEvent } from '../../src/tracking/events.js';
 import { ENGINES } from '../support/engines.js';
 import { createHarness, type Harness } from '../support/harness.js';
-import { expectedRows, type Dim } from './reference.js';
+import { DAY, expectedRows, NOW, PERIODS, type Dim, windowFrom } from './reference.js';
 import { seed, type SeedEvent } from './seed.js';
 import { unlimited } from './unlimited.js';
-
-const NOW = Date.parse('2026-11-20T12:00:00.000Z');
-const DAY = 86_400_000;
-const PERIODS = ['24h', '7d', '30d', '90d', 'ytd'] as const;
-type Period = (typeof PERIODS)[number];
-
-/** The window's first instant for a report asked at `at`. */
-function windowFrom(period: Period, at: number): number {
-  if (period === 'ytd') return Date.UTC(new Date(at).getUTCFullYear(), 0, 1);
-  return at - { '24h': 1, '7d': 7, '30d': 30, '90d': 90 }[period] * DAY;
-}
 
 const eventArb: fc.Arbitrary<SeedEvent> = fc.record({
   agent: fc.constantFrom('a', 'b', 'c', '=x'),

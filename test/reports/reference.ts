@@ -1,6 +1,18 @@
 import type { StoredEvent } from '../../src/tracking/events.js';
 
 /** Test-side reference: groups and sums events independently of the service's SQL. */
+/** The instant report property tests ask at, and the periods they draw from. */
+export const NOW = Date.parse('2026-11-20T12:00:00.000Z');
+export const DAY = 86_400_000;
+export const PERIODS = ['24h', '7d', '30d', '90d', 'ytd'] as const;
+export type Period = (typeof PERIODS)[number];
+
+/** The window's first instant for a report asked at `at`. */
+export function windowFrom(period: Period, at: number): number {
+  if (period === 'ytd') return Date.UTC(new Date(at).getUTCFullYear(), 0, 1);
+  return at - { '24h': 1, '7d': 7, '30d': 30, '90d': 90 }[period] * DAY;
+}
+
 export type Dim = 'agent' | 'task_type' | 'client' | 'day' | 'week' | 'month';
 export type SortMetric = 'events' | 'hours_saved' | 'cost_saved' | 'agent_cost' | 'net_saved';
 

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { systemClock } from '../../src/clock.js';
+import { ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import type { OrgCtx, ServiceCtx } from '../../src/context.js';
 import { createOrganization, getOrganization } from '../../src/orgs/organizations.js';
@@ -297,8 +297,9 @@ describe.each(ENGINES)('two folding stages racing, while tracking goes on (%s)',
 
   it('folds every event exactly once and writes every webhook message once', async () => {
     const config = loadConfig({ TALLY_LOG_LEVEL: 'silent', TALLY_WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });
-    const ctxA: ServiceCtx = { db: a.db, engine, clock: systemClock, config };
-    const ctxB: ServiceCtx = { db: b.db, engine, clock: systemClock, config };
+    const clock = new ManualClock('2026-11-20T12:00:00.000Z');
+    const ctxA: ServiceCtx = { db: a.db, engine, clock, config };
+    const ctxB: ServiceCtx = { db: b.db, engine, clock, config };
     const created = await createOrganization({ ctx: ctxA, input: { name: 'Race', plan: 'enterprise' } });
     const org: OrgCtx = {
       ...ctxA,

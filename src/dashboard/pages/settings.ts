@@ -2,7 +2,12 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { CATEGORIES } from '../../catalogue/categories.js';
 import { AppError } from '../../errors.js';
 import { createOrgApiKey, listApiKeys, revokeOrgApiKey, type KeyView } from '../../orgs/api-keys.js';
-import { settingsView, updateSettings, type SettingsPatch } from '../../settings/settings.js';
+import {
+  hasTrackedEvents,
+  settingsView,
+  updateSettings,
+  type SettingsPatch,
+} from '../../settings/settings.js';
 import { dateTime } from '../format.js';
 import { html, type SafeHtml } from '../html.js';
 import { csrfField } from '../layout.js';
@@ -134,13 +139,7 @@ async function settingsPage(
   const ctx = dashboardCtx(app, request);
   const s = settingsView(ctx.org);
   const token = session(request).csrfToken;
-  const hasEvents =
-    (await ctx.db
-      .selectFrom('events')
-      .select('id')
-      .where('org_id', '=', ctx.org.id)
-      .limit(1)
-      .executeTakeFirst()) !== undefined;
+  const hasEvents = await hasTrackedEvents(ctx.db, ctx.org.id);
   const keys = await listApiKeys({ ctx, orgId: ctx.org.id });
   const rates = s.category_hourly_rates as Record<string, number | undefined>;
   const body = html`${
@@ -255,13 +254,7 @@ export function registerSettingsPages(dash: FastifyInstance, app: FastifyInstanc
   dash.post<{ Body: Form }>('/settings', async (request, reply) => {
     const ctx = dashboardCtx(app, request);
     try {
-      const hasEvents =
-        (await ctx.db
-          .selectFrom('events')
-          .select('id')
-          .where('org_id', '=', ctx.org.id)
-          .limit(1)
-          .executeTakeFirst()) !== undefined;
+      const hasEvents = await hasTrackedEvents(ctx.db, ctx.org.id);
       await updateSettings({ ctx, orgId: ctx.org.id, patch: patchOf(request.body, hasEvents) });
       return redirectWithNotice(app, request, reply, '/dashboard/settings', 'Settings saved.');
     } catch (error) {
