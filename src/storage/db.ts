@@ -81,6 +81,7 @@ export function openStorage(url: string, options: OpenOptions = {}): Storage {
     const db = new Kysely<Database>({
       dialect: new SqliteDialect({ database: withStatementCache(database) }),
     });
+    sqliteHandles.set(db.getExecutor().adapter, database);
     return { engine: 'sqlite', db, close: () => db.destroy() };
   }
   const pool = new pg.Pool({
@@ -112,6 +113,21 @@ export function openStorage(url: string, options: OpenOptions = {}): Storage {
   });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return { engine: 'postgres', db, close: () => db.destroy() };
+}
+
+/** The better-sqlite3 handle behind each SQLite Kysely (its transactions share the adapter). */
+const sqliteHandles = new WeakMap<object, SQLite.Database>();
+
+/**
+ * SQLite, inside a transaction only: the connection's own better-sqlite3 handle, to run one
+ * prepared statement many times in a loop. A Kysely query costs some 20–30 µs of promise and
+ * executor plumbing around a statement that runs in 2–5; a fold or a batch of events runs
+ * thousands. Only a transaction holds SQLite's one connection for its whole callback, so no
+ * other query can be interleaved with the statements run here (outside one: null).
+ */
+export function sqliteHandle(db: DbOrTrx): SQLite.Database | null {
+  if (!db.isTransaction) return null;
+  return sqliteHandles.get(db.getExecutor().adapter) ?? null;
 }
 
 /**

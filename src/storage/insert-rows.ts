@@ -7,7 +7,7 @@ import {
   type InsertResult,
   type QueryCreator,
 } from 'kysely';
-import type { DbOrTrx } from './db.js';
+import { sqliteHandle, type DbOrTrx } from './db.js';
 import type { Database } from './schema.js';
 
 /** The PostgreSQL type of a column, for the array that carries it. */
@@ -67,6 +67,13 @@ export async function runEachRow<R extends object>(
   if (text === undefined) {
     text = build(Object.fromEntries(names.map((column) => [column, null])) as R).compile().sql;
     oneRowStatements.set(key, text);
+  }
+  const handle = sqliteHandle(db);
+  if (handle !== null) {
+    // In a transaction: the prepared statement straight away, row after row (see sqliteHandle).
+    const statement = handle.prepare(text);
+    for (const row of rows) statement.run(names.map((column) => row[column] ?? null));
+    return;
   }
   for (const row of rows) {
     await db.executeQuery(
