@@ -2,7 +2,7 @@ import { sql, type RawBuilder } from 'kysely';
 import type { ServiceCtx } from '../context.js';
 import { addUsage, usageMonth, type UsageIncrement } from '../billing/usage-counter.js';
 import { foldRollups, seqRange } from '../reports/fold-rollups.js';
-import { applyRollupDeltas, rollupDeltas } from '../reports/rollups.js';
+import { applyRollupDeltas, deltasExact, rollupDeltas } from '../reports/rollups.js';
 import type { Db, DbOrTrx, Engine } from '../storage/db.js';
 import type { EventRow } from '../storage/schema.js';
 import { inSnapshot, readWatermark } from '../storage/snapshot.js';
@@ -224,7 +224,9 @@ export async function foldOnce(ctx: ServiceCtx, options: FoldOptions = {}): Prom
       // rollup rows built here, as tracking used to, cheaper than a statement per grain.
       const rows = await sql<EventRow>`
         SELECT * FROM events WHERE ${seqRange(ctx.engine, from, to)} ORDER BY ingest_seq, id`.execute(trx);
-      await applyRollupDeltas(trx, rollupDeltas(rows.rows, 0));
+      // Their sums in the service only while JavaScript numbers carry them exactly.
+      if (deltasExact(rows.rows)) await applyRollupDeltas(trx, rollupDeltas(rows.rows, 0));
+      else await foldRollups(trx, ctx.engine, from, to);
       await addUsage(trx, usageIncrements(rows.rows)).execute();
       await writeMessages(trx, ctx, from, to, rows.rows);
     } else if (folded > 0) {
