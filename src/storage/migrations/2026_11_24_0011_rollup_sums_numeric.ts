@@ -24,4 +24,7 @@ export async function up(db: Kysely<any>): Promise<void> {
   // One statement: the table and its primary key (which INCLUDEs the sums) are rewritten once.
   const changes = COLUMNS.map((column) => `ALTER COLUMN ${column} TYPE numeric`).join(', ');
   await sql`ALTER TABLE report_rollups ${sql.raw(changes)}`.execute(db);
+  // A type change drops the columns' statistics: gather them again rather than leave the
+  // report plans to guess until autovacuum comes by.
+  await sql`ANALYZE report_rollups`.execute(db);
 }
