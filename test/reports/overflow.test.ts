@@ -248,6 +248,15 @@ describe.each(ENGINES)('sums beyond 64-bit integers (%s)', (engine) => {
     expect(page.statusCode, `${what} dashboard`).toBe(200);
     const totalHours = stored.reduce((sum, e) => sum + BigInt(e.hours_saved_micros), 0n);
     expect(page.body).toContain(hours(Number(totalHours) / 1e6));
+    for (const url of [
+      '/dashboard/reports?period=30d',
+      '/dashboard/reports/export?period=30d',
+      '/dashboard/usage',
+      '/dashboard/events',
+    ]) {
+      const other = await h.app.inject({ method: 'GET', url, headers: { cookie } });
+      expect(other.statusCode, `${what} ${url}`).toBe(200);
+    }
 
     // The weekly digest of the week of the events.
     const digest = await digestPayload({
