@@ -73,7 +73,10 @@ export async function startService(config: Config, clock: Clock = systemClock): 
   let fold: FoldStage | null = null;
   if (config.role !== 'api') {
     fold = foldStageFor(ctx, {
-      onError: (error) => log('error', 'folding stage: a pass failed', error),
+      // Once per distinct failure: the stage retries with a growing wait, and every failed
+      // pass counts in /metrics (tally_fold_errors_total).
+      onError: (error) => log('error', 'folding stage: a pass failed; retrying with backoff', error),
+      onRecover: (failures) => log('warn', `folding stage: folding again after ${failures} failed passes`),
     });
     fold.start();
     worker = new DeliveryWorker(ctx, {

@@ -11,7 +11,10 @@ export interface FoldTail {
  * One registry per app, so several apps in one process (tests) do not collide. `foldTail`, when
  * given, is read at each scrape.
  */
-export function createMetrics(foldTail?: () => Promise<FoldTail>) {
+export function createMetrics(
+  foldTail?: () => Promise<FoldTail>,
+  foldErrors?: () => { unavailable: number; failed: number },
+) {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'tally_' });
   const requests = new Counter({
@@ -51,6 +54,20 @@ export function createMetrics(foldTail?: () => Promise<FoldTail>) {
       async collect() {
         const tail = await read();
         if (tail) this.set(tail.lagSeconds);
+      },
+    });
+  }
+  if (foldErrors) {
+    new Counter({
+      name: 'tally_fold_errors_total',
+      help: "Failed passes of this process's folding stage, by kind: the database unavailable, or failed (a pass that fails again on every retry until its cause is fixed; logged once per distinct failure).",
+      labelNames: ['kind'] as const,
+      registers: [registry],
+      collect() {
+        const counts = foldErrors();
+        this.reset();
+        this.inc({ kind: 'unavailable' }, counts.unavailable);
+        this.inc({ kind: 'failed' }, counts.failed);
       },
     });
   }

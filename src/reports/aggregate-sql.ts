@@ -155,11 +155,9 @@ function sideQuery(spec: AggregateSpec, source: Source): RawBuilder<unknown> {
       const metrics = sql`${minus}1 AS events, ${minus}hours_saved_micros AS h, ${minus}cost_saved_micros AS c, ${minus}COALESCE(agent_cost_micros, 0) AS a`;
       return sql`SELECT ${sql.join([...groups, metrics])} ${from}`;
     }
-    // PostgreSQL sums bigints into numeric, and the merge over the union would then add numerics
-    // (slow) instead of bigints: the stored rollup sums are bigints already, so these stay
-    // bigints too (2^63 micro-units is 9.2 trillion hours or currency units).
-    const sum = (value: RawBuilder<unknown>) =>
-      spec.engine === 'postgres' ? sql`${minus}CAST(SUM(${value}) AS bigint)` : sql`${minus}SUM(${value})`;
+    // Sums of micro-units can pass 2^63 (README "Limits"): PostgreSQL sums bigints into numeric
+    // (as the rollup sums are stored), SQLite through total() (microSum).
+    const sum = (value: RawBuilder<unknown>) => sql`${minus}${microSum(spec.engine, value)}`;
     const metrics = sql`${minus}COUNT(*) AS events, ${sum(sql`hours_saved_micros`)} AS h, ${sum(sql`cost_saved_micros`)} AS c, ${sum(sql`COALESCE(agent_cost_micros, 0)`)} AS a`;
     return sql`SELECT ${sql.join([...groups, metrics])} ${from}${groupBy}`;
   }
@@ -177,7 +175,7 @@ function sideQuery(spec: AggregateSpec, source: Source): RawBuilder<unknown> {
   if (filters.clientId !== undefined) where.push(sql`client_key = ${clientKey(filters.clientId)}`);
   // Rollup rows go into the outer GROUP BY as they are: one merge of all rows instead of an
   // aggregate per piece and another of their groups (agent × client 30d on 1M events: SQLite
-  // 38 → 31 ms, PostgreSQL with the bigint sums above 42 → 33 ms).
+  // 38 → 31 ms, PostgreSQL 42 → 33 ms, measured when the sums were bigints).
   // Every row holds the sums of all its events and of each outcome's (rollups.ts).
   const [events, h, c, a] = SUMS.map((sum) => sql.ref(sumColumn(sum, filters.outcome)));
   // A row without an event of the filtered outcome adds nothing: it stays out of the merge
@@ -200,15 +198,26 @@ function metrics(column: (name: string) => RawBuilder<number>): Record<Metric, R
 }
 
 /**
- * The merged sums. PostgreSQL sums bigints into numeric: cast back, the groups are sorted and
- * sent as bigints (agent × task type × client 30d on 1M events: the sort of 10,500 groups
- * 8 → 5.5 ms).
+ * A sum of micro-units, which can pass 2^63 (README "Limits"). PostgreSQL: SUM, exact (bigints
+ * and numerics add into numeric). SQLite: total(), which adds integers exactly until they would
+ * overflow and goes on in floating point instead of raising "integer overflow" as SUM() does;
+ * its result is a REAL, the same number below 2^53.
+ */
+export function microSum(engine: Engine, value: RawBuilder<unknown>): RawBuilder<number> {
+  return engine === 'postgres' ? sql<number>`SUM(${value})` : sql<number>`total(${value})`;
+}
+
+/**
+ * The merged sums: micro-units through microSum, which PostgreSQL sorts and sends as numeric;
+ * counts cannot reach 2^63, and PostgreSQL casts theirs back to bigint.
  */
 function metricSql(engine: Engine): Record<Metric, RawBuilder<number>> {
   return metrics((column) =>
-    engine === 'postgres'
-      ? sql<number>`CAST(SUM(${sql.ref(`u.${column}`)}) AS bigint)`
-      : sql<number>`SUM(${sql.ref(`u.${column}`)})`,
+    column !== 'events'
+      ? microSum(engine, sql.ref(`u.${column}`))
+      : engine === 'postgres'
+        ? sql<number>`CAST(SUM(${sql.ref(`u.${column}`)}) AS bigint)`
+        : sql<number>`SUM(${sql.ref(`u.${column}`)})`,
   );
 }
 

@@ -27,7 +27,7 @@ export async function foldRollups(
       const start = bucketStart(engine, bucket);
       await sql`
         INSERT INTO report_rollups (org_id, grain, day, agent_id, task_type, client_key, shard, ${COLUMNS})
-        SELECT org_id, ${grainColumn(grain, bucket)}, ${start}, ${agent}, ${taskType}, ${client}, 0, ${SUM_VALUES}
+        SELECT org_id, ${grainColumn(grain, bucket)}, ${start}, ${agent}, ${taskType}, ${client}, 0, ${SUM_VALUES[engine]}
         FROM events
         WHERE ${seqRange(engine, from, to)}
         GROUP BY org_id, 3, 4, 5, 6
@@ -55,16 +55,31 @@ const VALUES: Record<string, string> = {
   agent_cost_micros: 'COALESCE(agent_cost_micros, 0)',
 };
 
-/** The sum of each SUM_COLUMNS column over the events: over all of them, and each outcome's. */
-const SUM_VALUES = sql.raw(
-  SUM_COLUMNS.map((column) => {
-    const outcome = OUTCOMES.find((o) => column.startsWith(`${o}_`));
-    const value = VALUES[outcome === undefined ? column : column.slice(outcome.length + 1)] ?? '0';
-    return outcome === undefined
-      ? `SUM(${value})`
-      : `SUM(CASE WHEN outcome = '${outcome}' THEN ${value} ELSE 0 END)`;
-  }).join(', '),
-);
+/**
+ * The sum of each SUM_COLUMNS column over the events: over all of them, and each outcome's.
+ * Sums of micro-units can pass 2^63 (README "Limits"): PostgreSQL sums bigints into numeric, and
+ * the rollup columns are numeric (migration 0011); SQLite's SUM() raises "integer overflow"
+ * there, so they go through total(), which adds integers exactly until they overflow and goes
+ * on in floating point after (the column keeps an integral REAL within 64 bits as an integer).
+ */
+function sumValues(engine: Engine): RawBuilder<unknown> {
+  return sql.raw(
+    SUM_COLUMNS.map((column) => {
+      const outcome = OUTCOMES.find((o) => column.startsWith(`${o}_`));
+      const name = outcome === undefined ? column : column.slice(outcome.length + 1);
+      const value = VALUES[name] ?? '0';
+      const sum = engine === 'sqlite' && name !== 'events' ? 'total' : 'SUM';
+      return outcome === undefined
+        ? `${sum}(${value})`
+        : `${sum}(CASE WHEN outcome = '${outcome}' THEN ${value} ELSE 0 END)`;
+    }).join(', '),
+  );
+}
+
+const SUM_VALUES: Record<Engine, RawBuilder<unknown>> = {
+  sqlite: sumValues('sqlite'),
+  postgres: sumValues('postgres'),
+};
 
 /** The first epoch day of an event's bucket (bucketAround in rollups.ts, in SQL). */
 function bucketStart(engine: Engine, bucket: Bucket): RawBuilder<unknown> {

@@ -156,6 +156,22 @@ function outcomeOf(row: EventRow): Outcome {
   return outcome;
 }
 
+/**
+ * Whether rollupDeltas adds these events' micro-units exactly: its sums are JavaScript numbers,
+ * exact while every partial sum stays within 2^53 (about 1,000 events at the maxima of README
+ * "Limits" pass it). Beyond, the database adds them (foldRollups: numeric on PostgreSQL).
+ */
+export function deltasExact(rows: readonly EventRow[]): boolean {
+  let total = 0;
+  for (const row of rows) {
+    total +=
+      Math.abs(Number(row.hours_saved_micros)) +
+      Math.abs(Number(row.cost_saved_micros)) +
+      Math.abs(Number(row.agent_cost_micros ?? 0));
+  }
+  return total <= Number.MAX_SAFE_INTEGER;
+}
+
 /** The rollup increments of some events, merged by rollup key (one delta per key). */
 export function rollupDeltas(rows: readonly EventRow[], shard = 0): RollupDelta[] {
   // Events with the same keys first (one map entry per event), then each distinct event key
@@ -253,7 +269,10 @@ const ROLLUP_COLUMNS = {
   task_type: 'text',
   client_key: 'text',
   shard: 'bigint',
-  ...Object.fromEntries(SUM_COLUMNS.map((column) => [column, 'bigint'])),
+  // Sums of micro-units can pass 2^63 (migration 0011); counts cannot.
+  ...Object.fromEntries(
+    SUM_COLUMNS.map((column) => [column, column.endsWith('events') ? 'bigint' : 'numeric']),
+  ),
 } as { readonly [K in keyof RollupDelta]: PgType };
 
 /** The upsert that adds `deltas` to the rollups, unexecuted, so it can join a larger statement. */

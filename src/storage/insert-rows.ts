@@ -11,7 +11,7 @@ import { sqliteHandle, type DbOrTrx } from './db.js';
 import type { Database } from './schema.js';
 
 /** The PostgreSQL type of a column, for the array that carries it. */
-export type PgType = 'text' | 'bigint' | 'double precision';
+export type PgType = 'text' | 'bigint' | 'numeric' | 'double precision';
 
 /**
  * `INSERT INTO table (…) <rows>` for many rows at once. SQLite gets a VALUES list. PostgreSQL gets

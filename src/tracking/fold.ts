@@ -2,8 +2,8 @@ import { sql, type RawBuilder } from 'kysely';
 import type { ServiceCtx } from '../context.js';
 import { addUsage, usageMonth, type UsageIncrement } from '../billing/usage-counter.js';
 import { foldRollups, seqRange } from '../reports/fold-rollups.js';
-import { applyRollupDeltas, rollupDeltas } from '../reports/rollups.js';
-import type { Db, DbOrTrx, Engine } from '../storage/db.js';
+import { applyRollupDeltas, deltasExact, rollupDeltas } from '../reports/rollups.js';
+import { isUnavailableError, type Db, type DbOrTrx, type Engine } from '../storage/db.js';
 import type { EventRow } from '../storage/schema.js';
 import { inSnapshot, readWatermark } from '../storage/snapshot.js';
 import { enqueueNewEventMessages, type NewEventMessage } from '../webhooks/outbox.js';
@@ -227,7 +227,9 @@ export async function foldOnce(ctx: ServiceCtx, options: FoldOptions = {}): Prom
       // rollup rows built here, as tracking used to, cheaper than a statement per grain.
       const rows = await sql<EventRow>`
         SELECT * FROM events WHERE ${seqRange(ctx.engine, from, to)} ORDER BY ingest_seq, id`.execute(trx);
-      await applyRollupDeltas(trx, rollupDeltas(rows.rows, 0));
+      // Their sums in the service only while JavaScript numbers carry them exactly.
+      if (deltasExact(rows.rows)) await applyRollupDeltas(trx, rollupDeltas(rows.rows, 0));
+      else await foldRollups(trx, ctx.engine, from, to);
       await addUsage(trx, usageIncrements(rows.rows)).execute();
       await writeMessages(trx, ctx, from, to, rows.rows);
     } else if (folded > 0) {
@@ -294,7 +296,65 @@ export interface FoldStageOptions {
   idlePollMs?: number;
   /** Events per pass at most (default FOLD_BATCH); fixed, unlike the SQLite stage's own limit. */
   batch?: number;
+  /**
+   * A pass failed in a way not seen since the stage last folded (FoldFailures): called once per
+   * distinct failure, not on every retry.
+   */
   onError?: (error: unknown) => void;
+  /** A pass succeeded after `failures` failed ones. */
+  onRecover?: (failures: number) => void;
+  /** The waits after failed passes (default FOLD_RETRY). */
+  retry?: { firstMs: number; mostMs: number };
+}
+
+/** Failed passes of a stage, by kind, for /metrics (tally_fold_errors_total). */
+export interface FoldErrorCounts {
+  /** The database could not be reached (storage/db.ts isUnavailableError). */
+  unavailable: number;
+  /** Any other failure: a pass that fails again on retry until something changes. */
+  failed: number;
+}
+
+/** The wait after the first failed pass; it doubles with each further one, up to the most. */
+export const FOLD_RETRY = { firstMs: 1_000, mostMs: 60_000 } as const;
+
+/**
+ * What a stage remembers of its failing passes: how many in a row, which distinct failures were
+ * reported (an error's code and message), and how long to wait before the next pass. A pass
+ * that fails because the database is away waits FOLD_RETRY.firstMs (it comes back by itself);
+ * any other failure backs off exponentially, since it repeats until the cause is fixed.
+ */
+class FoldFailures {
+  readonly counts: FoldErrorCounts = { unavailable: 0, failed: 0 };
+  inARow = 0;
+  private readonly reported = new Set<string>();
+
+  constructor(private readonly retry: { firstMs: number; mostMs: number }) {}
+
+  /** Records a failed pass; returns whether it is a distinct failure to report, and the wait. */
+  fail(error: unknown): { report: boolean; waitMs: number } {
+    this.inARow += 1;
+    const unavailable = isUnavailableError(error);
+    if (unavailable) this.counts.unavailable += 1;
+    else this.counts.failed += 1;
+    const e = error as { code?: unknown; message?: unknown } | null;
+    const key = `${String(e?.code ?? '')} ${String(e?.message ?? error)}`;
+    // A bounded memory: a failure whose message changes every time is reported at most 100 times
+    // before the stage folds again.
+    const report = !this.reported.has(key) && this.reported.size < 100;
+    if (report) this.reported.add(key);
+    const { firstMs, mostMs } = this.retry;
+    const waitMs = unavailable ? firstMs : Math.min(mostMs, firstMs * 2 ** Math.min(this.inARow - 1, 16));
+    return { report, waitMs };
+  }
+
+  /** A pass succeeded: returns how many failed before it (0: none). */
+  succeed(): number {
+    const failures = this.inARow;
+    this.inARow = 0;
+    this.reported.clear();
+    return failures;
+  }
 }
 
 /**
@@ -322,6 +382,8 @@ export class FoldStage {
   /** Whether the stage sizes its passes to SQLITE_PASS_BUDGET_MS (SQLite, no fixed batch). */
   private readonly sized: boolean;
   private readonly onError: (error: unknown) => void;
+  private readonly onRecover: (failures: number) => void;
+  private readonly failures: FoldFailures;
 
   constructor(
     private readonly ctx: ServiceCtx,
@@ -331,6 +393,13 @@ export class FoldStage {
     this.batch = options.batch ?? FOLD_BATCH[ctx.engine];
     this.sized = options.batch === undefined && ctx.engine === 'sqlite';
     this.onError = options.onError ?? (() => undefined);
+    this.onRecover = options.onRecover ?? (() => undefined);
+    this.failures = new FoldFailures(options.retry ?? FOLD_RETRY);
+  }
+
+  /** Failed passes of this stage's loop so far, by kind. */
+  get errors(): FoldErrorCounts {
+    return { ...this.failures.counts };
   }
 
   /** One pass, after the passes already asked of this process. */
@@ -372,11 +441,18 @@ export class FoldStage {
     while (this.running) {
       this.woken = false;
       let result: FoldResult | null = null;
+      let retryMs = 0;
       const started = Date.now();
       try {
         result = await this.foldNow();
+        const failed = this.failures.succeed();
+        if (failed > 0) this.onRecover(failed);
       } catch (error) {
-        this.onError(error);
+        // Every pass starts again from the watermark, so a failure repeats until its cause
+        // goes: reported once, counted each time (/metrics), retried less and less often.
+        const { report, waitMs } = this.failures.fail(error);
+        if (report) this.onError(error);
+        retryMs = waitMs;
       }
       if (this.sized && result !== null && result.folded > 0) {
         this.sizeNextPass(result.folded, Date.now() - started);
@@ -395,7 +471,7 @@ export class FoldStage {
       const idle = result !== null && result.folded === 0;
       if (idle && this.woken) continue;
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, result === null ? Math.max(wait, 1000) : wait);
+        const timer = setTimeout(resolve, result === null ? Math.max(wait, retryMs) : wait);
         // Only an idle stage is woken early by tracking; stop() ends any wait.
         this.wakeUp = () => {
           if (idle || !this.running) {
@@ -428,6 +504,11 @@ export function foldStageFor(ctx: ServiceCtx, options: FoldStageOptions = {}): F
     stages.set(ctx.db, stage);
   }
   return stage;
+}
+
+/** The failed passes of the folding stage of a database handle (zeros when it has none). */
+export function foldErrorCounts(db: Db | DbOrTrx): FoldErrorCounts {
+  return stages.get(db)?.errors ?? { unavailable: 0, failed: 0 };
 }
 
 /** After a track call committed: wake this process's folding stage, or fold now (foldInline). */

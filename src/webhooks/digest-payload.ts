@@ -1,6 +1,7 @@
-import { sql } from 'kysely';
+import { SqliteAdapter, sql } from 'kysely';
 import type { DbOrTrx } from '../storage/db.js';
 import { fromMicros } from '../money.js';
+import { microSum } from '../reports/aggregate-sql.js';
 
 const TOP = 5;
 
@@ -39,11 +40,15 @@ export async function digestPayload(input: {
     .where('org_id', '=', input.orgId)
     .where('occurred_at', '>=', input.from.getTime())
     .where('occurred_at', '<', input.to.getTime());
+  // Sums of micro-units can pass 2^63 (README "Limits"): microSum never overflows.
+  const engine = input.db.getExecutor().adapter instanceof SqliteAdapter ? 'sqlite' : 'postgres';
+  const sum = (column: 'hours_saved_micros' | 'cost_saved_micros' | 'agent_cost_micros') =>
+    sql<number>`coalesce(${microSum(engine, sql.ref(column))}, 0)`;
   const sums = [
     sql<number>`count(*)`.as('events'),
-    sql<number>`coalesce(sum(hours_saved_micros), 0)`.as('hours'),
-    sql<number>`coalesce(sum(cost_saved_micros), 0)`.as('cost'),
-    sql<number>`coalesce(sum(agent_cost_micros), 0)`.as('agent_cost'),
+    sum('hours_saved_micros').as('hours'),
+    sum('cost_saved_micros').as('cost'),
+    sum('agent_cost_micros').as('agent_cost'),
   ] as const;
   const totals = await base.select(sums).executeTakeFirstOrThrow();
   const agents = await base

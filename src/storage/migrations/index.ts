@@ -8,6 +8,7 @@ import * as rollupOutcomes from './2026_11_22_0006_rollup_outcomes.js';
 import * as keyScopes from './2026_11_24_0007_key_scopes.js';
 import * as dashboardSessions from './2026_11_24_0008_dashboard_sessions.js';
 import * as ingestWatermark from './2026_11_24_0010_ingest_watermark.js';
+import * as rollupSumsNumeric from './2026_11_24_0011_rollup_sums_numeric.js';
 
 /** Every migration, by name; names sort in the order they apply. Add new files here. */
 export const migrations: Record<string, Migration> = {
@@ -20,4 +21,5 @@ export const migrations: Record<string, Migration> = {
   '2026_11_24_0007_key_scopes': keyScopes,
   '2026_11_24_0008_dashboard_sessions': dashboardSessions,
   '2026_11_24_0010_ingest_watermark': ingestWatermark,
+  '2026_11_24_0011_rollup_sums_numeric': rollupSumsNumeric,
 };
