@@ -82,7 +82,26 @@ export function openStorage(url: string, options: OpenOptions = {}): Storage {
       dialect: new SqliteDialect({ database: withStatementCache(database) }),
     });
     sqliteHandles.set(db.getExecutor().adapter, database);
-    return { engine: 'sqlite', db, close: () => db.destroy() };
+    if (path === ':memory:') return { engine: 'sqlite', db, close: () => db.destroy() };
+    // A second connection for snapshot reads (reports, usage, the tail: inSnapshot). WAL lets it
+    // read while the first one writes, so a report never waits for a track batch or a folding
+    // pass holding the write connection; a read transaction started after a commit sees it.
+    const readerDatabase = new SQLite(path);
+    readerDatabase.pragma(`busy_timeout = ${timeouts.busyTimeoutMs}`);
+    readerDatabase.pragma('cache_size = -65536');
+    readerDatabase.pragma('query_only = ON');
+    const reader = new Kysely<Database>({
+      dialect: new SqliteDialect({ database: withStatementCache(readerDatabase) }),
+    });
+    sqliteReaders.set(db, reader);
+    return {
+      engine: 'sqlite',
+      db,
+      close: async () => {
+        await reader.destroy();
+        await db.destroy();
+      },
+    };
   }
   const pool = new pg.Pool({
     connectionString: url,
@@ -113,6 +132,18 @@ export function openStorage(url: string, options: OpenOptions = {}): Storage {
   });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return { engine: 'postgres', db, close: () => db.destroy() };
+}
+
+/** The read connection of each SQLite file database (see openStorage). */
+const sqliteReaders = new WeakMap<DbOrTrx, Kysely<Database>>();
+
+/**
+ * SQLite: the connection that takes snapshot reads off the write connection, for `db` outside
+ * a transaction (inside one, its reads must see its own writes). Null elsewhere.
+ */
+export function snapshotReader(db: DbOrTrx): Kysely<Database> | null {
+  if (db.isTransaction) return null;
+  return sqliteReaders.get(db) ?? null;
 }
 
 /** The better-sqlite3 handle behind each SQLite Kysely (its transactions share the adapter). */

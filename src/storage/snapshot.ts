@@ -1,12 +1,12 @@
-import type { DbOrTrx, Engine } from './db.js';
+import { snapshotReader, type DbOrTrx, type Engine } from './db.js';
 
 /** A position in commit order (fold.ts): xid8 as text on PostgreSQL, a number on SQLite. */
 export type IngestSeq = string | number;
 
 /**
  * Runs `fn` in one snapshot: a REPEATABLE READ, read-only transaction on PostgreSQL, a
- * transaction on SQLite (its reads see one snapshot from the first on). Inside a caller's
- * transaction, in that one. Reports and usage read the watermark, the rollups and the tail
+ * transaction on SQLite (its reads see one snapshot from the first on), on the database's read
+ * connection (storage/db.ts). Inside a caller's transaction, in that one. Reports and usage read the watermark, the rollups and the tail
  * after it this way (DESIGN §11), so that the folding stage committing meanwhile can neither
  * hide an event nor count it twice.
  */
@@ -16,7 +16,8 @@ export async function inSnapshot<T>(
   fn: (db: DbOrTrx) => Promise<T>,
 ): Promise<T> {
   if (db.isTransaction) return fn(db);
-  const begin = db.transaction();
+  // SQLite: on the read connection, when the database has one (a file).
+  const begin = (snapshotReader(db) ?? db).transaction();
   const tx =
     engine === 'postgres' ? begin.setIsolationLevel('repeatable read').setAccessMode('read only') : begin;
   return tx.execute(fn);

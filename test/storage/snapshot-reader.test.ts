@@ -1,0 +1,146 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/clock.js';
+import { loadConfig } from '../../src/config.js';
+import type { OrgCtx, ServiceCtx } from '../../src/context.js';
+import { createOrganization, getOrganization } from '../../src/orgs/organizations.js';
+import type { ReportInput } from '../../src/reports/params.js';
+import { buildReport } from '../../src/reports/report.js';
+import { inSnapshot, readWatermark } from '../../src/storage/snapshot.js';
+import { foldOnce, tailState } from '../../src/tracking/fold.js';
+import { trackEvent } from '../../src/tracking/track.js';
+import { createTestStorage, ENGINES, type TestStorage } from '../support/engines.js';
+import { tempFile } from '../support/temp.js';
+
+/**
+ * Reports, usage and the tail read in one snapshot (inSnapshot). On a SQLite file they read on a
+ * connection of their own, so that a report does not wait for a track batch or a folding pass
+ * holding the write connection (DESIGN §11); on PostgreSQL the pool gives them another.
+ */
+const BY_AGENT: ReportInput = {
+  period: '24h',
+  groupBy: ['agent'],
+  sort: 'events',
+  top: null,
+  filters: { metadata: [] },
+};
+
+const TIMED_OUT = Symbol('timed out');
+
+/** `promise`, or TIMED_OUT if it has not settled after 5 s (a wait that would never end). */
+function settled<T>(promise: Promise<T>): Promise<T | typeof TIMED_OUT> {
+  let timer: NodeJS.Timeout | undefined;
+  const limit = new Promise<typeof TIMED_OUT>((resolve) => {
+    timer = setTimeout(() => resolve(TIMED_OUT), 5_000);
+  });
+  return Promise.race([promise, limit]).finally(() => clearTimeout(timer));
+}
+
+describe.each(ENGINES)('snapshot reads beside the writes (%s)', (engine) => {
+  let storage: TestStorage;
+  let ctx: ServiceCtx;
+  let org: OrgCtx;
+
+  beforeAll(async () => {
+    storage = await createTestStorage(
+      engine,
+      engine === 'sqlite' ? { file: tempFile('tally-reader-', 'db.sqlite') } : {},
+    );
+    const config = { ...loadConfig({ TALLY_LOG_LEVEL: 'silent' }), foldInline: false };
+    ctx = { db: storage.db, engine, clock: new ManualClock('2026-11-20T12:00:00.000Z'), config };
+    const created = await createOrganization({ ctx, input: { name: 'Reader', plan: 'enterprise' } });
+    org = { ...ctx, org: await getOrganization({ ctx, id: created.org.id }), actorKeyId: null };
+    for (const agent of ['a', 'b', 'b']) {
+      await trackEvent({
+        ctx: org,
+        idempotencyKey: null,
+        input: { agent_id: agent, task_type: 'support_ticket_reply', outcome: 'success' },
+      });
+    }
+  });
+  afterAll(async () => {
+    await storage.destroy();
+  });
+
+  it('a report answers while a transaction holds the write connection, with the committed events only', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let entered!: () => void;
+    const inside = new Promise<void>((resolve) => (entered = resolve));
+    const writer = ctx.db.transaction().execute(async (trx) => {
+      // Takes SQLite's write lock, and writes an event nobody may see before the commit.
+      await sql`UPDATE fold_state SET folded_at = folded_at WHERE id = 1`.execute(trx);
+      await trx
+        .insertInto('events')
+        .values({
+          ...(await trx
+            .selectFrom('events')
+            .selectAll()
+            .where('org_id', '=', org.org.id)
+            .executeTakeFirstOrThrow()),
+          id: 'evt_uncommitted',
+          agent_id: 'c',
+        })
+        .execute();
+      entered();
+      await held;
+    });
+    await inside;
+    try {
+      const report = await settled(buildReport({ ctx: org, input: BY_AGENT }));
+      expect(report).not.toBe(TIMED_OUT);
+      if (report === TIMED_OUT) return;
+      expect(report.rows.map((r) => [r.group.agent_id, r.events])).toEqual([
+        ['b', 2],
+        ['a', 1],
+      ]);
+      const tail = await settled(tailState(ctx.db, engine));
+      expect(tail).toMatchObject({ events: 3 });
+    } finally {
+      release();
+      await writer;
+    }
+    // Committed now: the next snapshot sees it (read-your-writes).
+    const after = await buildReport({ ctx: org, input: BY_AGENT });
+    expect(after.rows.map((r) => [r.group.agent_id, r.events])).toEqual([
+      ['b', 2],
+      ['a', 1],
+      ['c', 1],
+    ]);
+    await ctx.db.deleteFrom('events').where('id', '=', 'evt_uncommitted').execute();
+  });
+
+  it('one snapshot: a folding pass committed during a read is not seen by that read', async () => {
+    const seen = await inSnapshot(ctx.db, engine, async (db) => {
+      const before = {
+        watermark: String(await readWatermark(db)),
+        tail: (await tailState(db, engine)).events,
+      };
+      // The pass commits on the write connection while this snapshot is open.
+      const pass = await foldOnce(ctx);
+      expect(pass.folded).toBe(3);
+      const during = {
+        watermark: String(await readWatermark(db)),
+        tail: (await tailState(db, engine)).events,
+      };
+      return { before, during };
+    });
+    expect(seen.during).toEqual(seen.before);
+    expect(seen.before.tail).toBe(3);
+    // A snapshot taken after the pass sees it, and the report is the same from the rollups.
+    expect((await tailState(ctx.db, engine)).events).toBe(0);
+    const report = await buildReport({ ctx: org, input: BY_AGENT });
+    expect(report.rows.map((r) => [r.group.agent_id, r.events])).toEqual([
+      ['b', 2],
+      ['a', 1],
+    ]);
+  });
+
+  it('a snapshot cannot write', async () => {
+    await expect(
+      inSnapshot(ctx.db, engine, (db) =>
+        sql`UPDATE fold_state SET folded_at = folded_at WHERE id = 1`.execute(db),
+      ),
+    ).rejects.toThrow();
+  });
+});
