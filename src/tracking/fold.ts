@@ -483,15 +483,21 @@ export class FoldStage {
       this.wakeUp = null;
     }
   }
-  /**
-   * SQLite: the next pass's limit, so that it takes about SQLITE_PASS_BUDGET_MS at the cost per
-   * event of this one (a short pass's cost per event is dearer, so the size settles from above).
-   */
+  /** SQLite: the next pass's limit (sqlitePassLimit). */
   private sizeNextPass(folded: number, tookMs: number): void {
-    const perEvent = Math.max(tookMs, 1) / folded;
-    const fit = Math.round(SQLITE_PASS_BUDGET_MS / perEvent);
-    this.batch = Math.min(FOLD_BATCH.sqlite, Math.max(SQLITE_MIN_PASS, fit));
+    this.batch = sqlitePassLimit(folded, tookMs);
   }
+}
+
+/**
+ * SQLite: the limit of the next pass, so that it takes about SQLITE_PASS_BUDGET_MS at the cost
+ * per event of a pass that folded `folded` events in `tookMs` (a short pass's cost per event is
+ * dearer, so the size settles from above), within [SQLITE_MIN_PASS, FOLD_BATCH.sqlite].
+ */
+export function sqlitePassLimit(folded: number, tookMs: number): number {
+  const perEvent = Math.max(tookMs, 1) / Math.max(folded, 1);
+  const fit = Math.round(SQLITE_PASS_BUDGET_MS / perEvent);
+  return Math.min(FOLD_BATCH.sqlite, Math.max(SQLITE_MIN_PASS, fit));
 }
 
 const stages = new WeakMap<Db | DbOrTrx, FoldStage>();
