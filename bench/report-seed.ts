@@ -11,6 +11,7 @@
 import { BUILTIN_TASK_TYPES } from '../src/catalogue/builtins.js';
 import { recordRollups } from '../src/reports/rollups.js';
 import type { Db } from '../src/storage/db.js';
+import { writeEvents } from '../src/tracking/event-writes.js';
 import type { EventRow } from '../src/storage/schema.js';
 
 const DAY_MS = 86_400_000;
@@ -123,4 +124,22 @@ export async function seedEvents(
       await recordRollups(trx, rows);
     });
   }
+}
+
+/**
+ * `total` more events of the last 24 hours before `now`, written as tracking writes them and not
+ * folded: the folding stage's tail (BENCH_TAIL in reports.ts). Returns their ids.
+ */
+export async function seedTail(db: Db, orgId: string, now: number, total: number): Promise<string[]> {
+  const rand = rng(11);
+  const rows = Array.from({ length: total }, (_, i) => {
+    const row = makeRow(i, total, orgId, now, rand, 'specialised');
+    const at = now - Math.floor(rand() * DAY_MS);
+    return { ...row, id: `evt_tail_${String(i).padStart(21, '0')}`, occurred_at: at, received_at: at };
+  });
+  for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) {
+    const chunk = rows.slice(i, i + ROWS_PER_INSERT);
+    await db.transaction().execute((trx) => writeEvents(trx, chunk));
+  }
+  return rows.map((row) => row.id);
 }

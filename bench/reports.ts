@@ -13,6 +13,8 @@
  * the next run with the same shape and event count, migrated to the latest layout first: for
  * trying changes to the read path without seeding each time. BENCH_CASES=REGEX times only the
  * queries whose label matches (and skips the export and usage lines unless they match too).
+ * BENCH_TAIL=N adds N events of the last 24 hours as tracking writes them, left unfolded: the
+ * reports then read the rollups, plus a tail of N events (DESIGN §11); they are deleted at the end.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -43,13 +45,15 @@ import {
   type Engine,
   type Storage,
 } from '../src/storage/db.js';
-import { seedEvents, type Shape } from './report-seed.js';
+import { tailState } from '../src/tracking/fold.js';
+import { seedEvents, seedTail, type Shape } from './report-seed.js';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
 const RUNS = Number(process.env.BENCH_RUNS ?? 20);
 const RAW_RUNS = Number(process.env.BENCH_RAW_RUNS ?? 5);
 const SHAPE = (process.env.BENCH_SHAPE ?? 'specialised') as Shape;
 const KEEP = process.env.BENCH_KEEP === '1';
+const TAIL = Number(process.env.BENCH_TAIL ?? 0);
 const ONLY = process.env.BENCH_CASES ? new RegExp(process.env.BENCH_CASES) : null;
 const selected = (label: string) => ONLY === null || ONLY.test(label);
 const NOW = '2026-11-20T13:37:00.000Z';
@@ -304,6 +308,7 @@ const fmt = (ms: number) => ms.toFixed(1).padStart(8);
 
 async function run(engine: Engine): Promise<void> {
   const { storage, cleanup } = await open(engine);
+  let tailIds: string[] = [];
   try {
     const clock = new ManualClock(NOW);
     const base: ServiceCtx = {
@@ -324,6 +329,7 @@ async function run(engine: Engine): Promise<void> {
     // After a bulk load PostgreSQL's autovacuum would vacuum and analyse (which also marks the
     // pages all-visible, for index-only scans); the benchmark does it at once.
     await (engine === 'postgres' ? sql`VACUUM ANALYZE` : sql`ANALYZE`).execute(storage.db);
+    tailIds = TAIL > 0 ? await seedTail(storage.db, ctx.org.id, clock.now().getTime(), TAIL) : [];
     const rollupRows = await storage.db
       .selectFrom('report_rollups')
       .select((eb) => eb.fn.countAll().as('n'))
@@ -334,7 +340,7 @@ async function run(engine: Engine): Promise<void> {
       .select(sql<number>`COUNT(DISTINCT agent_id || '/' || task_type)`.as('n'))
       .executeTakeFirstOrThrow();
     console.log(
-      `\n## ${engine}: ${EVENTS.toLocaleString('en')} events (shape ${SHAPE}, ${Number(pairs.n).toLocaleString('en')} agent × task type pairs) ${bench.seeded ? 'kept from an earlier run' : `seeded in ${((Date.now() - seedStart) / 1000).toFixed(0)} s`}; ${Number(rollupRows.n).toLocaleString('en')} rollup rows`,
+      `\n## ${engine}: ${EVENTS.toLocaleString('en')} events (shape ${SHAPE}, ${Number(pairs.n).toLocaleString('en')} agent × task type pairs) ${bench.seeded ? 'kept from an earlier run' : `seeded in ${((Date.now() - seedStart) / 1000).toFixed(0)} s`}; ${Number(rollupRows.n).toLocaleString('en')} rollup rows${TAIL > 0 ? `; ${TAIL.toLocaleString('en')} events in the tail (${(await tailState(storage.db, engine)).events.toLocaleString('en')} counted)` : ''}`,
     );
     console.log(
       `| query | rows | p50 ms | p95 ms | plain GROUP BY p50 | p95 | ratio (p50) | floor p50 | p95 |`,
@@ -380,6 +386,13 @@ async function run(engine: Engine): Promise<void> {
         `peak RSS +${streamed.toFixed(0)} MiB streamed (the same report built in memory: +${materialised.toFixed(0)} MiB)`,
     );
   } finally {
+    // The tail's events go, so that a kept database holds the seeded events only.
+    for (let i = 0; i < tailIds.length; i += 1000) {
+      await storage.db
+        .deleteFrom('events')
+        .where('id', 'in', tailIds.slice(i, i + 1000))
+        .execute();
+    }
     await storage.close();
     await cleanup();
   }
