@@ -155,7 +155,12 @@ async function run(kind: string, port: number) {
     const idle: number[] = [];
     for (let i = 0; i < 30; i++) idle.push(await timeReport(port, server.apiKey));
     const { result, tailMax, reportLoadedMs } = await loadWatched(port, server.apiKey);
-    const fold: FoldFigures = { tailMax, drainS: await drain(port), reportIdleMs: median(idle), reportLoadedMs };
+    const fold: FoldFigures = {
+      tailMax,
+      drainS: await drain(port),
+      reportIdleMs: median(idle),
+      reportLoadedMs,
+    };
     return { ...result, fold };
   } finally {
     server.child.kill('SIGTERM');
