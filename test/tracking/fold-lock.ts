@@ -4,8 +4,10 @@ import pg from 'pg';
 const FOLD_LOCK = { classid: 7311002, objid: 0 };
 
 export interface FoldLockHolders {
-  /** Stops sampling; which sessions (by application_name) were seen holding the lock. */
-  stop(): Promise<{ holders: Set<string>; samples: Record<string, number>; waits: number }>;
+  /** Calls `fn` with the holder (its application_name) of each later sample that has one. */
+  onHeld(fn: ((holder: string) => void) | null): void;
+  /** Stops sampling: how many samples saw each session holding the lock, and waiting for it. */
+  stop(): Promise<{ samples: Record<string, number>; waits: number }>;
 }
 
 /**
@@ -20,6 +22,7 @@ export function foldLockHolders(applicationNames: readonly string[]): FoldLockHo
   const samples: Record<string, number> = {};
   let waits = 0;
   let running = true;
+  const listener: { onHeld: ((holder: string) => void) | null } = { onHeld: null };
   const sampling = (async () => {
     await client.connect();
     while (running) {
@@ -30,18 +33,23 @@ export function foldLockHolders(applicationNames: readonly string[]): FoldLockHo
         [FOLD_LOCK.classid, FOLD_LOCK.objid, applicationNames],
       );
       for (const row of rows) {
-        if (row.granted) samples[row.name] = (samples[row.name] ?? 0) + 1;
-        else waits += 1;
+        if (row.granted) {
+          samples[row.name] = (samples[row.name] ?? 0) + 1;
+          listener.onHeld?.(row.name);
+        } else waits += 1;
       }
       await new Promise((resolve) => setTimeout(resolve, 2));
     }
     await client.end();
   })();
   return {
+    onHeld(fn) {
+      listener.onHeld = fn;
+    },
     async stop() {
       running = false;
       await sampling;
-      return { holders: new Set(Object.keys(samples)), samples, waits };
+      return { samples, waits };
     },
   };
 }

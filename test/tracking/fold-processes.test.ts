@@ -1,22 +1,20 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_PLANS } from '../../src/billing/plans.js';
-import { tailState } from '../../src/tracking/fold.js';
 import { lcg } from '../reports/seed.js';
 import { createChildDatabase, type ChildDatabase } from '../support/child-process.js';
 import { ENGINES } from '../support/engines.js';
 import { printedApiKey, serveChild, type ServedChild } from '../support/serve.js';
 import { tempFile } from '../support/temp.js';
 import { startReceiver, type Receiver } from '../webhooks/receiver.js';
-import { derived, rollupsAndEvents } from './derived.js';
 import { foldLockHolders, type FoldLockHolders } from './fold-lock.js';
-import { loadPlan, runLoad, type Load } from './process-load.js';
-
-const AGENTS = 12;
+import { expectFoldedOnce } from './folded-once.js';
+import { loadPlan, runLoad } from './process-load.js';
 
 const engine = 'postgres';
+const AGENTS = Array.from({ length: 12 }, (_, i) => `agent-${i}`);
 
 /**
  * Issue 14: two `tally serve` processes (API, folding stage and delivery worker each) on one
@@ -30,10 +28,6 @@ const engine = 'postgres';
  * first cannot take the write lock another process holds).
  */
 describe.skipIf(!ENGINES.includes(engine))('two API processes and two folders on one PostgreSQL', () => {
-  let database: ChildDatabase;
-  let receiver: Receiver;
-  const served: ServedChild[] = [];
-  let holders: FoldLockHolders | null = null;
   // Enterprise is limited to 1,000 tracked events/s per process: the load must not meet it.
   const plansFile = tempFile(
     'tally-procs-',
@@ -43,28 +37,31 @@ describe.skipIf(!ENGINES.includes(engine))('two API processes and two folders on
       enterprise: { ...DEFAULT_PLANS.enterprise, track_rate_per_second: 1_000_000 },
     }),
   );
+  const run = randomBytes(4).toString('hex');
+  let database: ChildDatabase | null = null;
+  let receiver: Receiver | null = null;
+  let holders: FoldLockHolders | null = null;
+  const served: ServedChild[] = [];
 
-  beforeAll(async () => {
-    database = await createChildDatabase(engine);
-    receiver = await startReceiver(200);
-  });
-  afterAll(async () => {
+  afterEach(async () => {
     await holders?.stop();
-    for (const child of served) {
+    for (const child of served.splice(0)) {
       if (child.alive()) {
         child.child.kill('SIGKILL');
         await child.exited;
       }
     }
-    await receiver.close();
-    await database.destroy();
+    await receiver?.close();
+    await database?.destroy();
+    holders = null;
+    receiver = null;
+    database = null;
   });
 
-  /** `tally serve` on the shared schema, its database sessions named `name`. */
-  async function serve(name: string): Promise<ServedChild> {
-    const url = `${database.url}&application_name=${name}`;
+  /** `tally serve` on the test's schema, its database sessions named `name`. */
+  async function serve(db: ChildDatabase, name: string): Promise<ServedChild> {
     const child = await serveChild({
-      TALLY_DATABASE_URL: url,
+      TALLY_DATABASE_URL: `${db.url}&application_name=${name}`,
       TALLY_PLANS_FILE: plansFile,
       TALLY_WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
       // Not TALLY_FOLD_INLINE (childEnv passes no TALLY_ setting of ours): each process folds
@@ -74,13 +71,17 @@ describe.skipIf(!ENGINES.includes(engine))('two API processes and two folders on
     return child;
   }
 
-  it('folds every event once and writes every webhook message once', async () => {
-    const run = randomBytes(4).toString('hex');
-    const names = [`tally-fold-a-${run}`, `tally-fold-b-${run}`];
+  /**
+   * A fresh schema, a receiver, and two processes on it with a webhook for both event types;
+   * the folding lock is watched for the sessions of `sampled`.
+   */
+  async function start(names: [string, string], sampled: string[] = names) {
+    database = await createChildDatabase(engine);
+    receiver = await startReceiver(200);
     // One after the other: the first start creates the `default` organisation (Enterprise).
-    const a = await serve(names[0] ?? '');
+    const a = await serve(database, names[0]);
     const apiKey = printedApiKey(a);
-    const b = await serve(names[1] ?? '');
+    const b = await serve(database, names[1]);
     const hook = await request(`${a.base}/v1/webhooks`, {
       method: 'POST',
       headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
@@ -88,116 +89,132 @@ describe.skipIf(!ENGINES.includes(engine))('two API processes and two folders on
     });
     expect(hook.statusCode).toBe(201);
     await hook.body.dump();
+    holders = foldLockHolders(sampled);
+    return { db: database, receiver, a, b, apiKey };
+  }
 
-    holders = foldLockHolders(names);
-    const plan = loadPlan(lcg(14), AGENTS);
-    const started = performance.now();
-    const load: Load = await runLoad([a.base, b.base], apiKey, plan, 16);
-    const loadMs = performance.now() - started;
-
-    // Every request answered 201 (207 with every item 201 for a batch).
-    expect(load.failures).toEqual([]);
-    // Both processes answered a share of one idempotency key each time: one stored event.
-    expect(load.keyedPairs.filter(([x, y]) => x.eventId !== y.eventId)).toEqual([]);
-    expect(load.keyedPairs.filter(([x, y]) => x.replayed === y.replayed)).toEqual([]);
-    const acknowledged = new Set(load.eventIds);
-    expect(acknowledged.size).toBe(plan.uniqueEvents);
-
-    // The tail empties: both stages fold in the background (each /metrics reads the shared tail).
+  /** Until both processes' /metrics show an empty tail (both read the one shared tail). */
+  async function untilTailEmpty(bases: string[]) {
     const deadline = Date.now() + 45_000;
     for (;;) {
-      const tails = await Promise.all([a.base, b.base].map((base) => metric(base, 'tally_fold_tail_events')));
-      if (tails.every((n) => n === 0)) break;
+      const tails = await Promise.all(bases.map((base) => metric(base, 'tally_fold_tail_events')));
+      if (tails.every((n) => n === 0)) return;
       if (Date.now() > deadline) throw new Error(`the tail did not empty: ${tails.join(', ')}`);
       await sleep(100);
     }
+  }
+
+  async function stop(children: ServedChild[]) {
+    for (const child of children) child.child.kill('SIGTERM');
+    expect(await Promise.all(children.map((c) => c.exited))).toEqual(children.map(() => 0));
+    expect(children.map((c) => c.stderr()).join('')).not.toMatch(/folding stage: a pass failed/);
+  }
+
+  it('folds every event once and writes and delivers every webhook message once', async () => {
+    const names: [string, string] = [`tally-fold-a-${run}`, `tally-fold-b-${run}`];
+    const { db, receiver: r, a, b, apiKey } = await start(names);
+    const plan = loadPlan(lcg(14), AGENTS.length);
+    const started = performance.now();
+    const load = await runLoad([a.base, b.base], apiKey, plan, 16);
+    const loadMs = performance.now() - started;
+
+    expect(load.failures).toEqual([]);
+    // Both processes were sent each idempotency key at once: one event, one answer replayed.
+    expect(load.keyedPairs).toHaveLength(100);
+    expect(load.keyedPairs.filter(([x, y]) => x.eventId !== y.eventId || x.replayed === y.replayed)).toEqual(
+      [],
+    );
+    const acknowledged = new Set(load.eventIds);
+    expect(acknowledged.size).toBe(plan.uniqueEvents);
+
+    await untilTailEmpty([a.base, b.base]);
     const foldedMs = performance.now() - started;
     // Each message reaches the receiver, from one delivery worker or the other.
-    const messages = plan.uniqueEvents + AGENTS;
-    while (distinctMessages(receiver) < messages && Date.now() < deadline) await sleep(100);
-    const held = await holders.stop();
+    const deadline = Date.now() + 30_000;
+    while (distinctMessages(r) < plan.uniqueEvents + AGENTS.length && Date.now() < deadline) await sleep(100);
+    const held = await holders?.stop();
+    await stop([a, b]);
 
-    for (const child of [a, b]) child.child.kill('SIGTERM');
-    expect(await Promise.all([a.exited, b.exited])).toEqual([0, 0]);
-    expect([a.stderr(), b.stderr()].join('')).not.toMatch(/folding stage: a pass failed/);
-
-    const storage = database.open();
+    const storage = db.open();
     try {
-      const { db } = storage;
-      expect((await tailState(db, engine)).events).toBe(0);
-      const org = await db.selectFrom('organizations').select('id').executeTakeFirstOrThrow();
-      const stored = await db
-        .selectFrom('events')
-        .select(['id', 'agent_id'])
-        .where('org_id', '=', org.id)
-        .execute();
+      const { events, messages } = await expectFoldedOnce(storage.db, engine, AGENTS);
       // Every acknowledged event stored, once, and nothing else.
-      expect(stored.length).toBe(acknowledged.size);
-      expect(stored.every((e) => acknowledged.has(e.id))).toBe(true);
-
-      const total = acknowledged.size;
-      expect(await derived(db, org.id)).toEqual({
-        rolledUp: total,
-        rolledUpMonths: total,
-        usage: total,
-        created: total,
-        createdEvents: total,
-        firsts: AGENTS,
-      });
-      for (const grain of ['all', 'agent'] as const) {
-        const { rollups, events } = await rollupsAndEvents(db, org.id, grain);
-        expect(rollups, grain).toEqual(events);
+      expect(events).toEqual(acknowledged);
+      const received = new Map<string, string[]>();
+      for (const m of r.received) {
+        const id = String(m.headers['x-tally-message-id']);
+        received.set(id, [...(received.get(id) ?? []), String(m.headers['x-tally-attempt'])]);
       }
-
-      const rows = await db
-        .selectFrom('webhook_messages')
-        .select(['id', 'type', 'payload'])
-        .where('org_id', '=', org.id)
-        .execute();
-      const created = rows.filter((m) => m.type === 'event.created');
-      const perEvent = tally(created.map((m) => (JSON.parse(m.payload) as { event_id: string }).event_id));
-      expect(perEvent.size).toBe(total);
-      expect([...perEvent].filter(([id, n]) => n !== 1 || !acknowledged.has(id))).toEqual([]);
-      const firsts = rows.filter((m) => m.type === 'agent.first_event');
-      const perAgent = tally(firsts.map((m) => (JSON.parse(m.payload) as { agent_id: string }).agent_id));
-      expect([...perAgent].sort()).toEqual(
-        Array.from({ length: AGENTS }, (_, i) => [`agent-${i}`, 1] as const).sort(),
-      );
-      // The first event of each agent is the one recorded as its first when it was tracked.
-      const agents = await db
-        .selectFrom('agents')
-        .select(['agent_id', 'first_event_id'])
-        .where('org_id', '=', org.id)
-        .execute();
-      expect(
-        firsts
-          .map((m) => JSON.parse(m.payload) as { agent_id: string; event: { event_id: string } })
-          .map((p) => [p.agent_id, p.event.event_id])
-          .sort(),
-      ).toEqual(agents.map((r) => [r.agent_id, r.first_event_id]).sort());
-
-      // One delivery per message (one webhook), each received once, at its first attempt.
-      const deliveries = await db
-        .selectFrom('webhook_deliveries')
-        .select('message_id')
-        .where('org_id', '=', org.id)
-        .execute();
-      expect(deliveries.length).toBe(rows.length);
-      const received = tally(receiver.received.map((r) => String(r.headers['x-tally-message-id'])));
-      expect(received.size).toBe(rows.length);
-      expect([...received].filter(([, n]) => n !== 1)).toEqual([]);
-      expect(new Set(rows.map((m) => m.id))).toEqual(new Set(received.keys()));
+      expect(received).toEqual(new Map(messages.map((m) => [m.id, ['1']])));
     } finally {
       await storage.close();
     }
-
-    // Both stages folded: each process's sessions were seen holding the folding lock.
-    expect([...held.holders].sort()).toEqual([...names].sort());
+    // Both stages folded: each process's sessions were seen holding the folding stage's lock.
+    expect(Object.keys(held?.samples ?? {}).sort()).toEqual([...names].sort());
     console.info(
-      `${engine}: ${load.requests} requests, ${plan.uniqueEvents} events in ${Math.round(loadMs)} ms; ` +
-        `tail empty after ${Math.round(foldedMs)} ms` +
-        `; fold lock seen held ${JSON.stringify(held.samples)} times, waited on ${held.waits}`,
+      `${load.requests} requests, ${plan.uniqueEvents} events in ${Math.round(loadMs)} ms; tail empty ` +
+        `after ${Math.round(foldedMs)} ms; fold lock held ${JSON.stringify(held?.samples)}, waited on ${held?.waits}`,
     );
+  }, 120_000);
+
+  it('loses nothing to a kill -9 of one process mid-load: after its restart every event is folded once', async () => {
+    const names: [string, string] = [`tally-kill-a-${run}`, `tally-kill-b-${run}`];
+    const restartedName = `tally-kill-b2-${run}`;
+    const { db, a, b, apiKey } = await start(names, [...names, restartedName]);
+    const plan = loadPlan(lcg(15), AGENTS.length);
+    const bases = [a.base, b.base];
+    const killAt = Math.floor(plan.jobs.length * 0.4);
+    const restart: { child?: Promise<ServedChild> } = {};
+    let killedMidPass = false;
+    const kill = (midPass: boolean) => {
+      if (restart.child) return;
+      killedMidPass = midPass;
+      b.child.kill('SIGKILL');
+      // B's share goes to A until B runs again.
+      bases[1] = a.base;
+      restart.child = serve(db, restartedName).then((child) => {
+        bases[1] = child.base;
+        return child;
+      });
+    };
+    let timer: NodeJS.Timeout | undefined;
+    const load = await runLoad(bases, apiKey, plan, 16, (index) => {
+      if (index !== killAt) return;
+      // In the middle of one of B's folding passes (a sample saw it holding the stage's lock),
+      // or half a second later if B takes none by then.
+      holders?.onHeld((holder) => holder === names[1] && kill(true));
+      timer = setTimeout(() => kill(false), 500);
+    });
+    clearTimeout(timer);
+    holders?.onHeld(null);
+    // A load that ended first (a fast machine) still has B killed, and its tail to fold.
+    kill(false);
+    const b2 = await restart.child;
+    if (b2 === undefined) throw new Error('B was never killed');
+    expect(await b.exited).toBeNull();
+
+    // Only the requests B had in flight went unanswered.
+    expect(load.failures.filter((f) => f.process !== 1 || f.status !== 'no response')).toEqual([]);
+    expect(load.failures.length).toBeLessThanOrEqual(16);
+    await untilTailEmpty([a.base, b2.base]);
+    const held = await holders?.stop();
+    await stop([a, b2]);
+
+    const storage = db.open();
+    try {
+      const { events } = await expectFoldedOnce(storage.db, engine, AGENTS);
+      // Every acknowledged event is stored; an unanswered one may be stored too (then folded once).
+      const acknowledged = new Set(load.eventIds);
+      expect([...acknowledged].filter((id) => !events.has(id))).toEqual([]);
+      console.info(
+        `killed B ${killedMidPass ? 'holding the fold lock' : 'not seen holding it'}: ${load.failures.length} requests unanswered, ` +
+          `${events.size - acknowledged.size} unacknowledged events stored; fold lock held ${JSON.stringify(held?.samples)}`,
+      );
+    } finally {
+      await storage.close();
+    }
+    // The stage of the surviving process folded.
+    expect(held?.samples[names[0]]).toBeGreaterThan(0);
   }, 120_000);
 });
 
@@ -206,12 +223,6 @@ async function metric(base: string, name: string): Promise<number> {
   const text = await res.body.text();
   const line = text.split('\n').find((l) => l.startsWith(`${name} `));
   return Number(line?.split(' ')[1]);
-}
-
-function tally(values: readonly string[]): Map<string, number> {
-  const counts = new Map<string, number>();
-  for (const v of values) counts.set(v, (counts.get(v) ?? 0) + 1);
-  return counts;
 }
 
 function distinctMessages(receiver: Receiver): number {

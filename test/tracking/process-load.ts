@@ -78,13 +78,21 @@ export interface KeyedAnswer {
   replayed: boolean;
 }
 
+/** A request answered otherwise than 201 (a batch: 207 with every item 201), or not at all. */
+export interface LoadFailure {
+  /** The process (index into `bases`) the request went to. */
+  process: number;
+  status: number | 'no response';
+  what: string;
+}
+
 export interface Load {
   requests: number;
   /** Ids of the events acknowledged with 201 (a keyed pair's twice). */
   eventIds: string[];
+  /** Both answers of each keyed pair answered 201 by both processes. */
   keyedPairs: Array<[KeyedAnswer, KeyedAnswer]>;
-  /** Every answer other than a 201 (a 207 with an item other than 201 included). */
-  failures: string[];
+  failures: LoadFailure[];
 }
 
 async function post(url: string, apiKey: string, body: unknown, key?: string) {
@@ -101,54 +109,63 @@ async function post(url: string, apiKey: string, body: unknown, key?: string) {
   return { status: res.statusCode, headers: res.headers, text };
 }
 
-/** Runs the plan's jobs over `bases` (one URL per process), `concurrency` requests at a time. */
+/**
+ * Runs the plan's jobs over `bases` (one URL per process, read at each request, so a test can
+ * send a process's share elsewhere while it restarts), `concurrency` requests at a time.
+ * `beforeJob` runs before the job of each index is sent.
+ */
 export async function runLoad(
   bases: readonly string[],
   apiKey: string,
   plan: LoadPlan,
   concurrency: number,
+  beforeJob: (index: number) => void = () => undefined,
 ): Promise<Load> {
   const load: Load = { requests: 0, eventIds: [], keyedPairs: [], failures: [] };
   const base = (process: number) => bases[process % bases.length] ?? '';
-  const single = async (url: string, body: TrackBody, key?: string): Promise<KeyedAnswer> => {
+  const fail = (process: number, status: LoadFailure['status'], what: string): undefined =>
+    void load.failures.push({ process, status, what });
+  const send = async (process: number, path: string, body: unknown, key?: string) => {
     load.requests += 1;
-    const res = await post(`${url}/v1/track`, apiKey, body, key);
-    if (res.status !== 201) {
-      load.failures.push(`${url} track ${res.status} ${res.text}`);
-      return { eventId: undefined, replayed: false };
+    try {
+      return await post(`${base(process)}${path}`, apiKey, body, key);
+    } catch (error) {
+      return fail(process, 'no response', `${path}: ${(error as Error).message}`);
     }
+  };
+  const single = async (process: number, body: TrackBody, key?: string): Promise<KeyedAnswer | undefined> => {
+    const res = await send(process, '/v1/track', body, key);
+    if (res === undefined) return undefined;
+    if (res.status !== 201) return fail(process, res.status, `track: ${res.text}`);
     const eventId = (JSON.parse(res.text) as { event_id: string }).event_id;
     load.eventIds.push(eventId);
     return { eventId, replayed: res.headers['idempotent-replayed'] === 'true' };
   };
   const run = async (job: LoadJob) => {
     if (job.kind === 'single') {
-      await single(base(job.process), job.body);
+      await single(job.process, job.body);
     } else if (job.kind === 'keyed') {
-      const pair = await Promise.all(bases.map((url) => single(url, job.body, job.key)));
-      load.keyedPairs.push(pair as [KeyedAnswer, KeyedAnswer]);
+      const [x, y] = await Promise.all([0, 1].map((process) => single(process, job.body, job.key)));
+      if (x !== undefined && y !== undefined) load.keyedPairs.push([x, y]);
     } else {
-      load.requests += 1;
-      const res = await post(`${base(job.process)}/v1/track/batch`, apiKey, { events: job.events });
-      if (res.status !== 207) return void load.failures.push(`batch ${res.status} ${res.text}`);
+      const res = await send(job.process, '/v1/track/batch', { events: job.events });
+      if (res === undefined) return;
+      if (res.status !== 207) return void fail(job.process, res.status, `batch: ${res.text}`);
       const { data } = JSON.parse(res.text) as {
         data: Array<{ status: number; event?: { event_id: string } }>;
       };
       for (const item of data) {
         if (item.status === 201 && item.event) load.eventIds.push(item.event.event_id);
-        else load.failures.push(`batch item ${JSON.stringify(item)}`);
+        else fail(job.process, item.status, `batch item: ${JSON.stringify(item)}`);
       }
     }
   };
   let next = 0;
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
-      for (let job = plan.jobs[next++]; job !== undefined; job = plan.jobs[next++]) {
-        try {
-          await run(job);
-        } catch (error) {
-          load.failures.push(`${job.kind}: ${(error as Error).message}`);
-        }
+      for (let index = next++; index < plan.jobs.length; index = next++) {
+        beforeJob(index);
+        await run(plan.jobs[index] as LoadJob);
       }
     }),
   );
