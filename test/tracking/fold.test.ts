@@ -234,6 +234,48 @@ describe.each(ENGINES)('the folding stage (%s)', (engine) => {
     h.clock.set(new Date(NOW));
   });
 
+  it.skipIf(engine !== 'postgres')(
+    'an event whose transaction began first but commits last is folded, once',
+    async () => {
+      await foldAll(h.ctx);
+      const ctx = await orgWithWebhook();
+      const input = { task_type: 'dev_bug_fix', outcome: 'success' as const };
+      let commit = () => undefined as void;
+      const committed = new Promise<void>((resolve) => (commit = resolve));
+      let inserted = () => undefined as void;
+      const first = new Promise<void>((resolve) => (inserted = resolve));
+      // The first event takes the smaller transaction id, and commits after the second one.
+      const slow = h.ctx.db.transaction().execute(async (trx) => {
+        await trackEvent({
+          ctx: { ...ctx, db: trx },
+          idempotencyKey: null,
+          input: { ...input, agent_id: 'slow' },
+        });
+        inserted();
+        await committed;
+      });
+      try {
+        await first;
+        await trackEvent({ ctx, idempotencyKey: null, input: { ...input, agent_id: 'fast' } });
+        // A pass now must not move the watermark past the open transaction's id.
+        await foldOnce(h.ctx);
+      } finally {
+        commit();
+        await slow;
+      }
+      await foldAll(h.ctx);
+      expect(await derived(h.ctx.db, ctx.org.id)).toEqual({
+        rolledUp: 2,
+        rolledUpMonths: 2,
+        usage: 2,
+        created: 2,
+        createdEvents: 2,
+        firsts: 2,
+      });
+      await expectExact(ctx);
+    },
+  );
+
   it('a back-dated event waits in the tail, then folds into its own day', async () => {
     await foldAll(h.ctx);
     const ctx = await orgWithWebhook();
