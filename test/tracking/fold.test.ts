@@ -8,7 +8,7 @@ import type { Dimension, ReportInput } from '../../src/reports/params.js';
 import { buildReport } from '../../src/reports/report.js';
 import { rollupDeltas, SUM_COLUMNS } from '../../src/reports/rollups.js';
 import { getUsage } from '../../src/billing/usage.js';
-import { openStorage, type DbOrTrx } from '../../src/storage/db.js';
+import { openStorage } from '../../src/storage/db.js';
 import { FoldStage, foldOnce, tailState } from '../../src/tracking/fold.js';
 import { trackEvent } from '../../src/tracking/track.js';
 import { createWebhook } from '../../src/webhooks/subscriptions.js';
@@ -18,6 +18,7 @@ import { unlimited } from '../reports/unlimited.js';
 import { createTestStorage, ENGINES, type TestStorage } from '../support/engines.js';
 import { createHarness, type Harness } from '../support/harness.js';
 import { tempFile } from '../support/temp.js';
+import { derived } from './derived.js';
 
 const NOW = Date.parse('2026-11-20T12:00:00.000Z');
 const DAY = 86_400_000;
@@ -69,41 +70,6 @@ async function expectExact(ctx: OrgCtx) {
   expect(usage.lifetime_events).toBe(events.length);
 }
 
-async function count(db: DbOrTrx, query: ReturnType<typeof sql<{ n: unknown }>>): Promise<number> {
-  const { rows } = await query.execute(db);
-  return Number(rows[0]?.n ?? 0);
-}
-
-/** Rolled-up events and usage of an organisation, and its webhook messages by type. */
-async function derived(db: DbOrTrx, orgId: string) {
-  return {
-    rolledUp: await count(
-      db,
-      sql`SELECT COALESCE(SUM(events), 0) AS n FROM report_rollups WHERE org_id = ${orgId} AND grain = 'all'`,
-    ),
-    rolledUpMonths: await count(
-      db,
-      sql`SELECT COALESCE(SUM(events), 0) AS n FROM report_rollups WHERE org_id = ${orgId} AND grain = 'agent+task_type+client/month'`,
-    ),
-    usage: await count(
-      db,
-      sql`SELECT COALESCE(SUM(events), 0) AS n FROM usage_monthly WHERE org_id = ${orgId}`,
-    ),
-    created: await count(
-      db,
-      sql`SELECT COUNT(*) AS n FROM webhook_messages WHERE org_id = ${orgId} AND type = 'event.created'`,
-    ),
-    createdEvents: await count(
-      db,
-      sql`SELECT COUNT(DISTINCT payload) AS n FROM webhook_messages WHERE org_id = ${orgId} AND type = 'event.created'`,
-    ),
-    firsts: await count(
-      db,
-      sql`SELECT COUNT(*) AS n FROM webhook_messages WHERE org_id = ${orgId} AND type = 'agent.first_event'`,
-    ),
-  };
-}
-
 /**
  * Folds until the tail is empty. On PostgreSQL a pass folds only below the oldest running
  * transaction of the server, which another test's may hold back for a moment.
@@ -115,6 +81,23 @@ async function foldAll(ctx: ServiceCtx, sqlFrom?: number) {
     if (!result.more) await new Promise((resolve) => setTimeout(resolve, 10));
   }
   throw new Error('the tail did not empty');
+}
+
+/**
+ * PostgreSQL folds only below the oldest transaction running on the server, another test file's
+ * included: waits until every event stored so far is below it, so that the next pass folds them.
+ */
+async function untilFoldable(ctx: ServiceCtx) {
+  if (ctx.engine !== 'postgres') return;
+  for (let i = 0; i < 500; i++) {
+    const { rows } = await sql<{ foldable: boolean }>`
+      SELECT pg_snapshot_xmin(pg_current_snapshot()) > (SELECT MAX(ingest_seq) FROM events) AS foldable`.execute(
+      ctx.db,
+    );
+    if (rows[0]?.foldable) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error('the events did not become foldable');
 }
 
 describe.each(ENGINES)('the folding stage (%s)', (engine) => {
@@ -207,6 +190,7 @@ describe.each(ENGINES)('the folding stage (%s)', (engine) => {
     await foldAll(h.ctx);
     const ctx = await orgWithWebhook();
     await seed(ctx, randomEvents(3, 12));
+    await untilFoldable(h.ctx);
     const before = await sql<{ watermark: unknown }>`SELECT watermark FROM fold_state`.execute(h.ctx.db);
     await expect(
       foldOnce(h.ctx, {
@@ -249,6 +233,48 @@ describe.each(ENGINES)('the folding stage (%s)', (engine) => {
     expect(await metric('tally_fold_lag_seconds')).toBe(0);
     h.clock.set(new Date(NOW));
   });
+
+  it.skipIf(engine !== 'postgres')(
+    'an event whose transaction began first but commits last is folded, once',
+    async () => {
+      await foldAll(h.ctx);
+      const ctx = await orgWithWebhook();
+      const input = { task_type: 'dev_bug_fix', outcome: 'success' as const };
+      let commit = () => undefined as void;
+      const committed = new Promise<void>((resolve) => (commit = resolve));
+      let inserted = () => undefined as void;
+      const first = new Promise<void>((resolve) => (inserted = resolve));
+      // The first event takes the smaller transaction id, and commits after the second one.
+      const slow = h.ctx.db.transaction().execute(async (trx) => {
+        await trackEvent({
+          ctx: { ...ctx, db: trx },
+          idempotencyKey: null,
+          input: { ...input, agent_id: 'slow' },
+        });
+        inserted();
+        await committed;
+      });
+      try {
+        await first;
+        await trackEvent({ ctx, idempotencyKey: null, input: { ...input, agent_id: 'fast' } });
+        // A pass now must not move the watermark past the open transaction's id.
+        await foldOnce(h.ctx);
+      } finally {
+        commit();
+        await slow;
+      }
+      await foldAll(h.ctx);
+      expect(await derived(h.ctx.db, ctx.org.id)).toEqual({
+        rolledUp: 2,
+        rolledUpMonths: 2,
+        usage: 2,
+        created: 2,
+        createdEvents: 2,
+        firsts: 2,
+      });
+      await expectExact(ctx);
+    },
+  );
 
   it('a back-dated event waits in the tail, then folds into its own day', async () => {
     await foldAll(h.ctx);

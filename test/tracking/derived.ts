@@ -1,0 +1,96 @@
+import { sql } from 'kysely';
+import { OUTCOMES } from '../../src/orgs/organizations.js';
+import { DAY_MS, SUMS, sumColumn } from '../../src/reports/rollups.js';
+import type { DbOrTrx } from '../../src/storage/db.js';
+
+async function count(db: DbOrTrx, query: ReturnType<typeof sql<{ n: unknown }>>): Promise<number> {
+  const { rows } = await query.execute(db);
+  return Number(rows[0]?.n ?? 0);
+}
+
+/** Rolled-up events and usage of an organisation, and its webhook messages by type. */
+export async function derived(db: DbOrTrx, orgId: string) {
+  return {
+    rolledUp: await count(
+      db,
+      sql`SELECT COALESCE(SUM(events), 0) AS n FROM report_rollups WHERE org_id = ${orgId} AND grain = 'all'`,
+    ),
+    rolledUpMonths: await count(
+      db,
+      sql`SELECT COALESCE(SUM(events), 0) AS n FROM report_rollups WHERE org_id = ${orgId} AND grain = 'agent+task_type+client/month'`,
+    ),
+    usage: await count(
+      db,
+      sql`SELECT COALESCE(SUM(events), 0) AS n FROM usage_monthly WHERE org_id = ${orgId}`,
+    ),
+    created: await count(
+      db,
+      sql`SELECT COUNT(*) AS n FROM webhook_messages WHERE org_id = ${orgId} AND type = 'event.created'`,
+    ),
+    createdEvents: await count(
+      db,
+      sql`SELECT COUNT(DISTINCT payload) AS n FROM webhook_messages WHERE org_id = ${orgId} AND type = 'event.created'`,
+    ),
+    firsts: await count(
+      db,
+      sql`SELECT COUNT(*) AS n FROM webhook_messages WHERE org_id = ${orgId} AND type = 'agent.first_event'`,
+    ),
+  };
+}
+
+/** Every sum column of a rollup row, with the outcome it is restricted to and what it sums. */
+const SUM_SOURCES = [undefined, ...OUTCOMES].flatMap((outcome) =>
+  SUMS.map((sum) => ({ column: sumColumn(sum, outcome), outcome, sum })),
+);
+
+/** A grain's rows as `day|agent` → sums in SUM_SOURCES order, sorted by key. */
+type GrainRows = Array<[key: string, ...sums: number[]]>;
+
+function sorted(rows: Map<string, number[]>): GrainRows {
+  return [...rows.entries()]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([key, sums]) => [key, ...sums]);
+}
+
+/**
+ * The day rows of the `all` or `agent` grain of an organisation (summed over shards), next to
+ * the same figures by a plain GROUP BY over its events: equal when every event is folded once.
+ */
+export async function rollupsAndEvents(
+  db: DbOrTrx,
+  orgId: string,
+  grain: 'all' | 'agent',
+): Promise<{ rollups: GrainRows; events: GrainRows }> {
+  const stored = await db
+    .selectFrom('report_rollups')
+    .selectAll()
+    .where('org_id', '=', orgId)
+    .where('grain', '=', grain)
+    .execute();
+  const rollups = new Map<string, number[]>();
+  for (const row of stored) {
+    const key = `${Number(row.day)}|${row.agent_id}`;
+    const sums = rollups.get(key) ?? SUM_SOURCES.map(() => 0);
+    SUM_SOURCES.forEach(({ column }, i) => (sums[i] = (sums[i] ?? 0) + Number(row[column])));
+    rollups.set(key, sums);
+  }
+
+  // Column names from the fixed lists above, never input.
+  const sums = SUM_SOURCES.map(({ column, outcome, sum }) => {
+    const value = sum === 'events' ? '1' : `COALESCE(${sum}, 0)`;
+    const when = outcome === undefined ? value : `CASE WHEN outcome = '${outcome}' THEN ${value} ELSE 0 END`;
+    return sql.raw(`SUM(${when}) AS ${column}`);
+  });
+  const agent = grain === 'agent' ? sql`agent_id` : sql`''`;
+  const { rows } = await sql<Record<string, unknown>>`
+    SELECT occurred_at / ${sql.lit(DAY_MS)} AS day, ${agent} AS agent, ${sql.join(sums)}
+    FROM events WHERE org_id = ${orgId} GROUP BY 1, 2`.execute(db);
+  const events = new Map<string, number[]>();
+  for (const row of rows) {
+    events.set(
+      `${Number(row.day)}|${String(row.agent)}`,
+      SUM_SOURCES.map(({ column }) => Number(row[column])),
+    );
+  }
+  return { rollups: sorted(rollups), events: sorted(events) };
+}
