@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { FastifyInstance } from 'fastify';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
@@ -23,12 +24,23 @@ export function createRateLimiter(
  * API key so start-up can print it once; null when organisations exist already.
  */
 export async function bootstrapDefaultOrganization(ctx: ServiceCtx): Promise<string | null> {
-  if ((await countOrganizations({ ctx })) > 0) return null;
-  const created = await createOrganization({
-    ctx,
-    input: { name: 'default', plan: 'enterprise', currency: 'EUR' },
+  // Two processes starting on one empty database: the first creates it, the other waits, then
+  // counts it. PostgreSQL: an advisory lock per schema for the transaction; SQLite: the write
+  // lock, taken before the count (a read first could not upgrade once the other one wrote).
+  return ctx.db.transaction().execute(async (trx) => {
+    if (ctx.engine === 'postgres') {
+      await sql`SELECT pg_advisory_xact_lock(hashtext('tally_bootstrap:' || current_schema()))`.execute(trx);
+    } else {
+      await sql`UPDATE fold_state SET folded_at = folded_at WHERE id = 1`.execute(trx);
+    }
+    const inTrx = { ...ctx, db: trx };
+    if ((await countOrganizations({ ctx: inTrx })) > 0) return null;
+    const created = await createOrganization({
+      ctx: inTrx,
+      input: { name: 'default', plan: 'enterprise', currency: 'EUR' },
+    });
+    return created.api_key;
   });
-  return created.api_key;
 }
 
 export interface RunningService {

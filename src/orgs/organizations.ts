@@ -4,6 +4,7 @@ import { newId } from '../ids.js';
 import { fromMicros, MICROS, toMicros } from '../money.js';
 import { isPlanName, type PlanName } from '../billing/plans.js';
 import type { OrganizationRow, OrganizationUpdate } from '../storage/schema.js';
+import { inTransaction } from '../storage/db.js';
 import { createApiKey } from './api-keys.js';
 
 export type Outcome = 'success' | 'needs_review' | 'failure';
@@ -112,7 +113,7 @@ export async function createOrganization({
   const id = newId('org', now);
   const currency = checkCurrency(input.currency ?? 'EUR', '/currency');
   const rate = checkHourlyRate(input.hourlyRate ?? 50, '/hourly_rate');
-  return ctx.db.transaction().execute(async (trx) => {
+  return inTransaction(ctx.db, async (trx) => {
     await trx
       .insertInto('organizations')
       .values({

@@ -71,11 +71,12 @@ export function openStorage(url: string, options: OpenOptions = {}): Storage {
     const path = url.slice('sqlite:'.length) || ':memory:';
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     const database = new SQLite(path);
+    // First, so that switching to WAL waits for another process opening the file too.
+    database.pragma(`busy_timeout = ${timeouts.busyTimeoutMs}`);
     // WAL with synchronous=NORMAL: a committed transaction survives a process crash; an OS
     // crash may lose the last commits (documented in the README).
     database.pragma('journal_mode = WAL');
     database.pragma('synchronous = NORMAL');
-    database.pragma(`busy_timeout = ${timeouts.busyTimeoutMs}`);
     // 64 MiB of page cache (the default is 2 MiB): reports read many rollup and event pages.
     database.pragma('cache_size = -65536');
     const db = new Kysely<Database>({
@@ -132,6 +133,11 @@ export function openStorage(url: string, options: OpenOptions = {}): Storage {
   });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return { engine: 'postgres', db, close: () => db.destroy() };
+}
+
+/** Runs `fn` in `db` when it is a transaction already, else in a new transaction of its own. */
+export function inTransaction<T>(db: DbOrTrx, fn: (trx: DbOrTrx) => Promise<T>): Promise<T> {
+  return db.isTransaction ? fn(db) : db.transaction().execute(fn);
 }
 
 /** The read connection of each SQLite file database (see openStorage). */
@@ -289,13 +295,30 @@ export async function migrateStorage(
  * advisory lock per schema makes concurrent starts wait for each other.
  */
 export async function migrateToLatest(db: Db): Promise<string[]> {
-  await sql`create table if not exists tally_migrations (name text primary key, applied_at bigint not null)`.execute(
-    db,
-  );
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await migrateOnce(db);
+    } catch (error) {
+      // SQLite: another process migrating the same file wrote after this one's transaction read,
+      // which SQLite refuses at once ("database is locked"; busy_timeout does not wait there).
+      // Again, after it: then its migrations are applied.
+      const code = (error as { code?: unknown } | null)?.code;
+      if (attempt >= 20 || typeof code !== 'string' || !code.startsWith('SQLITE_BUSY')) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+    }
+  }
+}
+
+async function migrateOnce(db: Db): Promise<string[]> {
   return db.transaction().execute(async (trx) => {
+    // PostgreSQL: processes starting together migrate one after the other, the table of applied
+    // migrations included (two CREATE TABLE IF NOT EXISTS at once can both try to create it).
     if (trx.getExecutor().adapter instanceof PostgresAdapter) {
       await sql`select pg_advisory_xact_lock(hashtext('tally_migrations:' || current_schema()))`.execute(trx);
     }
+    await sql`create table if not exists tally_migrations (name text primary key, applied_at bigint not null)`.execute(
+      trx,
+    );
     const done = await sql<{ name: string }>`select name from tally_migrations`.execute(trx);
     const applied = new Set(done.rows.map((r) => r.name));
     const pending = Object.keys(migrations)
@@ -333,7 +356,11 @@ const UNAVAILABLE_CODES = new Set([
 export function isUnavailableError(error: unknown): boolean {
   if (typeof error !== 'object' || error === null) return false;
   const code = (error as { code?: unknown }).code;
-  if (typeof code === 'string' && (UNAVAILABLE_CODES.has(code) || code.startsWith('08'))) return true;
+  // SQLite's extended codes name their primary one first (SQLITE_BUSY_SNAPSHOT is a SQLITE_BUSY).
+  const primary =
+    typeof code === 'string' && code.startsWith('SQLITE_') ? code.split('_', 2).join('_') : code;
+  if (typeof primary === 'string' && (UNAVAILABLE_CODES.has(primary) || primary.startsWith('08')))
+    return true;
   const message = (error as { message?: unknown }).message;
   return (
     typeof message === 'string' &&

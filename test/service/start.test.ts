@@ -139,6 +139,27 @@ describe.each(ENGINES)('tally serve (%s)', (engine) => {
       await storage.close();
     }
   }, 90_000);
+
+  it('two processes started at once on an empty database create one default organisation', async () => {
+    const empty = await createChildDatabase(engine);
+    try {
+      const servers = await Promise.all([serve(empty.url), serve(empty.url)]);
+      for (const server of servers) server.child.kill('SIGTERM');
+      expect(await Promise.all(servers.map((s) => s.exited))).toEqual([0, 0]);
+      // One of them printed the key, the other found the organisation.
+      expect(servers.flatMap((s) => s.stdout().match(KEY) ?? [])).toHaveLength(1);
+      const storage = empty.open();
+      try {
+        expect(await storage.db.selectFrom('organizations').select('name').execute()).toEqual([
+          { name: 'default' },
+        ]);
+      } finally {
+        await storage.close();
+      }
+    } finally {
+      await empty.destroy();
+    }
+  }, 90_000);
 });
 
 describe('tally serve configuration', () => {

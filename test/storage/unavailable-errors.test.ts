@@ -20,6 +20,8 @@ describe('errors that mean "the database cannot be reached right now" (503)', ()
       new Error('Client has encountered a connection error and is not queryable'),
     ],
     ['SQLite locked by another process', withCode('SQLITE_BUSY')],
+    ['a SQLite snapshot another process wrote past', withCode('SQLITE_BUSY_SNAPSHOT')],
+    ['a SQLite write that failed on disk', withCode('SQLITE_IOERR_WRITE')],
   ])('%s', (_what, error) => {
     expect(isUnavailableError(error)).toBe(true);
   });
@@ -29,6 +31,7 @@ describe('errors that mean "the database cannot be reached right now" (503)', ()
     ['a bad value', withCode('22P02')],
     ['a programming error', new TypeError('x is undefined')],
     ['not an error', 'ECONNREFUSED'],
+    ['a SQLite constraint', withCode('SQLITE_CONSTRAINT_UNIQUE')],
   ])('but not %s', (_what, error) => {
     expect(isUnavailableError(error)).toBe(false);
   });
