@@ -240,7 +240,7 @@ export async function foldOnce(ctx: ServiceCtx, options: FoldOptions = {}): Prom
     await options.beforeCommit?.();
     await trx
       .updateTable('fold_state')
-      .set({ watermark: to, folded_at: Date.now() })
+      .set({ watermark: to, folded_at: ctx.clock.now().getTime() })
       .where('id', '=', 1)
       .execute();
     return { folded, more, watermark: to };
