@@ -31,8 +31,12 @@ import { eventView } from './events.js';
  */
 export const FOLD_BATCH = { sqlite: 2_000, postgres: 20_000 } as const;
 
-/** The advisory lock of the folding stage: two keys, apart from the capped-plan locks. */
-const FOLD_LOCK = sql`7311002, 0`;
+/**
+ * The advisory lock of the folding stage: two keys, apart from the capped-plan locks; the second
+ * is the schema's, since advisory locks span the database and stages of other schemas (other
+ * deployments, parallel tests) need not wait for this one.
+ */
+const FOLD_LOCK = sql`7311002, hashtext(current_schema())`;
 
 type Seq = string | number;
 

@@ -1,7 +1,10 @@
 import pg from 'pg';
 
-/** The advisory lock the folding stage holds for its pass (FOLD_LOCK in src/tracking/fold.ts). */
-const FOLD_LOCK = { classid: 7311002, objid: 0 };
+/**
+ * The first key of the advisory lock the folding stage holds for its pass (FOLD_LOCK in
+ * src/tracking/fold.ts; the second is its schema's hash: the sessions' names tell them apart).
+ */
+const FOLD_LOCK_CLASS = 7311002;
 
 export interface FoldLockHolders {
   /** Calls `fn` with the holder (its application_name) of each later sample that has one. */
@@ -28,9 +31,9 @@ export function foldLockHolders(applicationNames: readonly string[]): FoldLockHo
     while (running) {
       const { rows } = await client.query<{ name: string; granted: boolean }>(
         `SELECT a.application_name AS name, l.granted FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-         WHERE l.locktype = 'advisory' AND l.classid = $1 AND l.objid = $2 AND l.objsubid = 2
-           AND a.application_name = ANY($3)`,
-        [FOLD_LOCK.classid, FOLD_LOCK.objid, applicationNames],
+         WHERE l.locktype = 'advisory' AND l.classid = $1 AND l.objsubid = 2
+           AND a.application_name = ANY($2)`,
+        [FOLD_LOCK_CLASS, applicationNames],
       );
       for (const row of rows) {
         if (row.granted) {

@@ -234,7 +234,9 @@ describe.each(ENGINES)('the folding stage (%s)', (engine) => {
     h.clock.set(new Date(NOW));
   });
 
-  it.skipIf(engine !== 'postgres')(
+  // PostgreSQL only: there transaction ids, not commit order, number the events (SQLite's one
+  // writer commits in the order it numbers). Defined for PostgreSQL only rather than skipped.
+  (engine === 'postgres' ? it : () => undefined)(
     'an event whose transaction began first but commits last is folded, once',
     async () => {
       await foldAll(h.ctx);
