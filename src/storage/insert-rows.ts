@@ -72,7 +72,8 @@ export async function runEachRow<R extends object>(
   if (handle !== null) {
     // In a transaction: the prepared statement straight away, row after row (see sqliteHandle).
     const statement = handle.prepare(text);
-    for (const row of rows) statement.run(names.map((column) => row[column] ?? null));
+    const run = statement.reader ? statement.all.bind(statement) : statement.run.bind(statement);
+    for (const row of rows) run(names.map((column) => row[column] ?? null));
     return;
   }
   for (const row of rows) {

@@ -6,9 +6,9 @@ export type IngestSeq = string | number;
 /**
  * Runs `fn` in one snapshot: a REPEATABLE READ, read-only transaction on PostgreSQL, a
  * transaction on SQLite (its reads see one snapshot from the first on), on the database's read
- * connection (storage/db.ts). Inside a caller's transaction, in that one. Reports and usage read the watermark, the rollups and the tail
- * after it this way (DESIGN §11), so that the folding stage committing meanwhile can neither
- * hide an event nor count it twice.
+ * connection (storage/db.ts). Inside a caller's transaction, in that one. Reports and usage
+ * read the watermark, the rollups and the tail after it this way (DESIGN §11), so that the
+ * folding stage committing meanwhile can neither hide an event nor count it twice.
  */
 export async function inSnapshot<T>(
   db: DbOrTrx,
