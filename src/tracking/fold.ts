@@ -298,7 +298,6 @@ export interface FoldStageOptions {
    * backlog (a full batch) is followed by the next one at once.
    */
   idlePollMs?: number;
-  /** Events per pass at most (default FOLD_BATCH); fixed, unlike the SQLite stage's own limit. */
   batch?: number;
   /**
    * A pass failed in a way not seen since the stage last folded (FoldFailures): called once per
@@ -362,15 +361,6 @@ class FoldFailures {
 }
 
 /**
- * SQLite: how long one pass may hold the connection. Tracking waits behind a pass (one
- * connection, one writer), so the stage sizes its passes to this from the last ones' cost per
- * event: a request waits at most about this long for the stage, whatever the backlog.
- */
-export const SQLITE_PASS_BUDGET_MS = 10;
-/** SQLite: the fewest events a pass with a backlog takes (below it, the fixed cost of a pass dominates). */
-const SQLITE_MIN_PASS = 100;
-
-/**
  * The folding stage of one process: a loop that folds as soon as there is a tail, and sleeps
  * `idlePollMs` when there is none, unless tracking in this process wakes it. Passes of one
  * process never overlap; several processes take turns (the advisory lock).
@@ -382,9 +372,7 @@ export class FoldStage {
   private woken = false;
   private queue: Promise<unknown> = Promise.resolve();
   private readonly idlePollMs: number;
-  private batch: number;
-  /** Whether the stage sizes its passes to SQLITE_PASS_BUDGET_MS (SQLite, no fixed batch). */
-  private readonly sized: boolean;
+  private readonly batch: number;
   private readonly onError: (error: unknown) => void;
   private readonly onRecover: (failures: number) => void;
   private readonly failures: FoldFailures;
@@ -395,7 +383,6 @@ export class FoldStage {
   ) {
     this.idlePollMs = options.idlePollMs ?? 100;
     this.batch = options.batch ?? FOLD_BATCH[ctx.engine];
-    this.sized = options.batch === undefined && ctx.engine === 'sqlite';
     this.onError = options.onError ?? (() => undefined);
     this.onRecover = options.onRecover ?? (() => undefined);
     this.failures = new FoldFailures(options.retry ?? FOLD_RETRY);
@@ -446,7 +433,6 @@ export class FoldStage {
       this.woken = false;
       let result: FoldResult | null = null;
       let retryMs = 0;
-      const started = Date.now();
       try {
         result = await this.foldNow();
         const failed = this.failures.succeed();
@@ -458,9 +444,6 @@ export class FoldStage {
         if (report) this.onError(error);
         retryMs = waitMs;
       }
-      if (this.sized && result !== null && result.folded > 0) {
-        this.sizeNextPass(result.folded, Date.now() - started);
-      }
       // After a pass, the stage waits idlePollMs whatever the pass took, so that it keeps up
       // with any rate it can fold (the tail stays bounded; a wait growing with the pass would let
       // the tail grow without end once folding takes a third of the time).
@@ -469,7 +452,7 @@ export class FoldStage {
       if (result?.more) {
         // A backlog: the next pass at once, but after the track batches that queued behind this
         // one (they wait for the connection; a pass taken straight away would go first).
-        if (this.sized) await new Promise((resolve) => setImmediate(resolve));
+        if (this.ctx.engine === 'sqlite') await new Promise((resolve) => setImmediate(resolve));
         continue;
       }
       const idle = result !== null && result.folded === 0;
@@ -487,21 +470,6 @@ export class FoldStage {
       this.wakeUp = null;
     }
   }
-  /** SQLite: the next pass's limit (sqlitePassLimit). */
-  private sizeNextPass(folded: number, tookMs: number): void {
-    this.batch = sqlitePassLimit(folded, tookMs);
-  }
-}
-
-/**
- * SQLite: the limit of the next pass, so that it takes about SQLITE_PASS_BUDGET_MS at the cost
- * per event of a pass that folded `folded` events in `tookMs` (a short pass's cost per event is
- * dearer, so the size settles from above), within [SQLITE_MIN_PASS, FOLD_BATCH.sqlite].
- */
-export function sqlitePassLimit(folded: number, tookMs: number): number {
-  const perEvent = Math.max(tookMs, 1) / Math.max(folded, 1);
-  const fit = Math.round(SQLITE_PASS_BUDGET_MS / perEvent);
-  return Math.min(FOLD_BATCH.sqlite, Math.max(SQLITE_MIN_PASS, fit));
 }
 
 const stages = new WeakMap<Db | DbOrTrx, FoldStage>();
