@@ -1,5 +1,7 @@
 import { mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import SQLite from 'better-sqlite3';
 import {
   Kysely,
@@ -14,6 +16,8 @@ import pg from 'pg';
 import { DEFAULT_DATABASE_TIMEOUTS, type DatabaseTimeouts } from '../config.js';
 import { migrations } from './migrations/index.js';
 import type { Database } from './schema.js';
+
+const require = createRequire(import.meta.url);
 
 export type Engine = 'sqlite' | 'postgres';
 export type Db = Kysely<Database>;
@@ -84,6 +88,13 @@ export function openStorage(url: string, options: OpenOptions = {}): Storage {
     });
     sqliteHandles.set(db.getExecutor().adapter, database);
     if (path === ':memory:') return { engine: 'sqlite', db, close: () => db.destroy() };
+    // WAL checkpoints (copying committed pages into the database file, and an fsync) off the
+    // event loop: a thread of its own checkpoints what it can every CHECKPOINT_EVERY_MS, without
+    // waiting for anyone (PASSIVE). The connection's own checkpoint, which runs inside the
+    // commit that crosses its threshold and holds every request behind it, stays only as a
+    // backstop for a WAL the thread cannot keep small.
+    database.pragma(`wal_autocheckpoint = ${BACKSTOP_CHECKPOINT_PAGES}`);
+    const checkpointer = startCheckpointer(path);
     // A second connection for snapshot reads (reports, usage, the tail: inSnapshot). WAL lets it
     // read while the first one writes, so a report never waits for a track batch or a folding
     // pass holding the write connection; a read transaction started after a commit sees it.
@@ -99,6 +110,7 @@ export function openStorage(url: string, options: OpenOptions = {}): Storage {
       engine: 'sqlite',
       db,
       close: async () => {
+        await checkpointer.terminate();
         await reader.destroy();
         await db.destroy();
       },
@@ -138,6 +150,34 @@ export function openStorage(url: string, options: OpenOptions = {}): Storage {
 /** Runs `fn` in `db` when it is a transaction already, else in a new transaction of its own. */
 export function inTransaction<T>(db: DbOrTrx, fn: (trx: DbOrTrx) => Promise<T>): Promise<T> {
   return db.isTransaction ? fn(db) : db.transaction().execute(fn);
+}
+
+/** How often the checkpoint thread of a SQLite file database checkpoints its WAL. */
+const CHECKPOINT_EVERY_MS = 250;
+/** The WAL size (in pages) at which the write connection checkpoints itself, as a backstop. */
+const BACKSTOP_CHECKPOINT_PAGES = 10_000;
+
+/**
+ * A worker thread with a connection of its own that runs `PRAGMA wal_checkpoint(PASSIVE)` on
+ * the file every CHECKPOINT_EVERY_MS (a busy or failed one is simply tried again). It does not
+ * keep the process alive. The thread's code is passed as text, so that it runs the same from
+ * the sources (tests, tsx) and from dist.
+ */
+function startCheckpointer(path: string): Worker {
+  const source = `
+    const { workerData } = require('node:worker_threads');
+    const Database = require(workerData.driver);
+    const database = new Database(workerData.path);
+    database.pragma('busy_timeout = 0');
+    setInterval(() => {
+      try { database.pragma('wal_checkpoint(PASSIVE)'); } catch {}
+    }, workerData.everyMs);`;
+  const worker = new Worker(source, {
+    eval: true,
+    workerData: { driver: require.resolve('better-sqlite3'), path, everyMs: CHECKPOINT_EVERY_MS },
+  });
+  worker.unref();
+  return worker;
 }
 
 /** The read connection of each SQLite file database (see openStorage). */
