@@ -3,7 +3,7 @@ import { recordAudit } from '../audit/audit-log.js';
 import type { OrgCtx, ServiceCtx } from '../context.js';
 import { AppError, notFound, validationError } from '../errors.js';
 import { randomAlnum } from '../ids.js';
-import type { DbOrTrx } from '../storage/db.js';
+import { snapshotReader, type DbOrTrx } from '../storage/db.js';
 import type { ApiKeyRow } from '../storage/schema.js';
 import { getOrganization, organizationFromRow, type Organization } from './organizations.js';
 
@@ -252,7 +252,10 @@ class KeyLookup {
     const batch = this.waiting;
     this.waiting = new Map();
     try {
-      const rows = await keysWithOrganizationQuery(this.db, [...batch.keys()]).execute();
+      // SQLite: on the read connection, so that a request's key does not wait for a track batch
+      // or a folding pass holding the write connection (a committed change shows all the same).
+      const reader = snapshotReader(this.db) ?? this.db;
+      const rows = await keysWithOrganizationQuery(reader, [...batch.keys()]).execute();
       const byId = new Map(rows.map((row) => [row.key_id, row]));
       for (const [keyId, queue] of batch) for (const w of queue) w.resolve(byId.get(keyId));
     } catch (error) {
