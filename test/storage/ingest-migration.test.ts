@@ -1,7 +1,5 @@
-import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
-import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import type { OrgCtx, ServiceCtx } from '../../src/context.js';
@@ -10,11 +8,11 @@ import { createOrganization, getOrganization } from '../../src/orgs/organization
 import type { Dimension, ReportInput } from '../../src/reports/params.js';
 import { buildReport } from '../../src/reports/report.js';
 import { recordRollups } from '../../src/reports/rollups.js';
-import { migrateToLatest, openStorage, type Db, type Engine, type Storage } from '../../src/storage/db.js';
-import { migrations } from '../../src/storage/migrations/index.js';
+import { migrateToLatest, type Db, type Engine, type Storage } from '../../src/storage/db.js';
 import type { EventRow } from '../../src/storage/schema.js';
 import { trackEvent } from '../../src/tracking/track.js';
 import { lcg } from '../reports/seed.js';
+import { openBeforeMigration } from '../support/before-migration.js';
 import { ENGINES } from '../support/engines.js';
 
 const NOW = Date.parse('2026-11-20T12:00:00.000Z');
@@ -22,31 +20,8 @@ const DAY = 86_400_000;
 const ORG = 'org_before_0010';
 const FIRST_NEW = '2026_11_24_0010_ingest_watermark';
 
-/** A database at the migration before 0010 (SQLite in memory, or a fresh PostgreSQL schema). */
-async function openAtPreviousMigration(engine: Engine): Promise<Storage> {
-  let storage: Storage;
-  if (engine === 'sqlite') {
-    storage = openStorage('sqlite::memory:');
-  } else {
-    const url = process.env.TALLY_TEST_POSTGRES_URL as string;
-    const schema = `${inject('pgRunPrefix')}${randomBytes(6).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: url });
-    await admin.connect();
-    await admin.query(`CREATE SCHEMA ${schema}`);
-    await admin.end();
-    storage = openStorage(url, { schema, poolSize: 3 });
-  }
-  await sql`create table tally_migrations (name text primary key, applied_at bigint not null)`.execute(
-    storage.db,
-  );
-  await storage.db.transaction().execute(async (trx) => {
-    for (const name of Object.keys(migrations).sort()) {
-      if (name >= FIRST_NEW) break;
-      await migrations[name]?.up(trx);
-      await sql`insert into tally_migrations (name, applied_at) values (${name}, 0)`.execute(trx);
-    }
-  });
-  return storage;
+function openAtPreviousMigration(engine: Engine): Promise<Storage> {
+  return openBeforeMigration(engine, FIRST_NEW);
 }
 
 /** Events as tracking wrote them before 0010, with their rollups, usage and webhook messages. */

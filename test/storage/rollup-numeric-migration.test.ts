@@ -1,40 +1,15 @@
-import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
-import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SUM_COLUMNS } from '../../src/reports/rollups.js';
-import { migrateToLatest, openStorage, type Db, type Engine, type Storage } from '../../src/storage/db.js';
-import { migrations } from '../../src/storage/migrations/index.js';
+import { migrateToLatest, type Db, type Engine, type Storage } from '../../src/storage/db.js';
+import { openBeforeMigration } from '../support/before-migration.js';
 import { ENGINES } from '../support/engines.js';
 
 const FIRST_NEW = '2026_11_24_0011_rollup_sums_numeric';
 const BIGINT_MAX = 2n ** 63n - 1n;
 
-/** A database at the migration before 0011 (SQLite in memory, or a fresh PostgreSQL schema). */
-async function openAtPreviousMigration(engine: Engine): Promise<Storage> {
-  let storage: Storage;
-  if (engine === 'sqlite') {
-    storage = openStorage('sqlite::memory:');
-  } else {
-    const url = process.env.TALLY_TEST_POSTGRES_URL as string;
-    const schema = `${inject('pgRunPrefix')}${randomBytes(6).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: url });
-    await admin.connect();
-    await admin.query(`CREATE SCHEMA ${schema}`);
-    await admin.end();
-    storage = openStorage(url, { schema, poolSize: 3 });
-  }
-  await sql`create table tally_migrations (name text primary key, applied_at bigint not null)`.execute(
-    storage.db,
-  );
-  await storage.db.transaction().execute(async (trx) => {
-    for (const name of Object.keys(migrations).sort()) {
-      if (name >= FIRST_NEW) break;
-      await migrations[name]?.up(trx);
-      await sql`insert into tally_migrations (name, applied_at) values (${name}, 0)`.execute(trx);
-    }
-  });
-  return storage;
+function openAtPreviousMigration(engine: Engine): Promise<Storage> {
+  return openBeforeMigration(engine, FIRST_NEW);
 }
 
 /** Rollup rows as sums up to 2^63 − 1 left them, every column a different value. */
