@@ -4,7 +4,7 @@
  * Prints one JSON line `{"ready": true, "apiKey": …}` once listening. Tally runs its folding
  * stage in the same process, as `tally serve` does.
  */
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Fastify from 'fastify';
@@ -31,8 +31,10 @@ async function reference() {
 async function tally(engine: 'sqlite' | 'postgres') {
   let url: string;
   let schema: string | undefined;
+  let dir: string | undefined;
   if (engine === 'sqlite') {
-    url = `sqlite:${join(mkdtempSync(join(tmpdir(), 'tally-bench-')), 'tally.db')}`;
+    dir = mkdtempSync(join(tmpdir(), 'tally-bench-'));
+    url = `sqlite:${join(dir, 'tally.db')}`;
   } else {
     url = process.env.TALLY_BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
     schema = `bench_${process.pid}`;
@@ -65,6 +67,7 @@ async function tally(engine: 'sqlite' | 'postgres') {
     await app.close();
     await fold.stop();
     await storage.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
     if (schema) {
       const client = new pg.Client({ connectionString: url });
       await client.connect();
