@@ -163,7 +163,7 @@ const BACKSTOP_CHECKPOINT_PAGES = 10_000;
  * keep the process alive. The thread's code is passed as text, so that it runs the same from
  * the sources (tests, tsx) and from dist.
  */
-function startCheckpointer(path: string): Worker {
+export function startCheckpointer(path: string): Worker {
   const source = `
     const { workerData } = require('node:worker_threads');
     const Database = require(workerData.driver);
@@ -176,6 +176,9 @@ function startCheckpointer(path: string): Worker {
     eval: true,
     workerData: { driver: require.resolve('better-sqlite3'), path, everyMs: CHECKPOINT_EVERY_MS },
   });
+  // A thread that could not open the file (or died) leaves the backstop to checkpoint; its
+  // error must not reach the process as an unhandled 'error' event.
+  worker.on('error', () => undefined);
   worker.unref();
   return worker;
 }

@@ -2,7 +2,7 @@ import { statSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { migrateToLatest, openStorage, type Storage } from '../../src/storage/db.js';
+import { migrateToLatest, openStorage, startCheckpointer, type Storage } from '../../src/storage/db.js';
 import { tempFile } from '../support/temp.js';
 
 /**
@@ -41,5 +41,12 @@ describe('the SQLite checkpoint thread', () => {
       size = statSync(path).size;
     }
     expect(size).toBeGreaterThanOrEqual(before + 4_000_000);
+  });
+
+  it('a thread that cannot open its file ends without an error reaching the process', async () => {
+    const worker = startCheckpointer(`${path}.missing-directory/db.sqlite`);
+    const code = await new Promise<number>((resolve) => worker.once('exit', resolve));
+    // It died of its error (exit code 1), which went to the thread's own listener, not here.
+    expect(code).toBe(1);
   });
 });
