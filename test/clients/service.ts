@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CLI, childEnv, runCli } from '../support/child-process.js';
+import { freePort } from '../support/serve.js';
 
 /** The plan table with a low Free track rate, so 429s are easy to provoke. */
 export const LOW_RATE_PLANS = {
@@ -40,14 +41,6 @@ export interface Served {
   /** A new organisation with its key. */
   createOrg(plan: 'free' | 'pro' | 'enterprise'): Promise<string>;
   stop(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 /** A real `tally serve` on a fresh SQLite database, with a low Free track rate. */

@@ -1,65 +1,15 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLI, childEnv, createChildDatabase, runCli, type ChildDatabase } from '../support/child-process.js';
+import { createChildDatabase, runCli, type ChildDatabase } from '../support/child-process.js';
 import { ENGINES } from '../support/engines.js';
+import { serveChild } from '../support/serve.js';
 
 const TRACK = { agent_id: 'bot-1', task_type: 'support_ticket_reply', outcome: 'success' };
 const KEY = /tally_live_[A-Za-z0-9]{8}_[A-Za-z0-9]{48}/g;
 
-/** A port nothing listens on right now, for the child to take. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  return address.port;
-}
-
-interface Served {
-  child: ChildProcess;
-  base: string;
-  stdout: () => string;
-  stderr: () => string;
-  exited: Promise<number | null>;
-}
-
-/** Starts `tally serve` and waits until /healthz answers. */
-async function serve(databaseUrl: string): Promise<Served> {
-  const port = await freePort();
-  const child = spawn(process.execPath, [...CLI, 'serve'], {
-    env: childEnv({ TALLY_DATABASE_URL: databaseUrl, TALLY_PORT: String(port) }),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  let exitCode: number | null | undefined;
-  const exited = new Promise<number | null>((resolve) =>
-    child.on('exit', (code) => {
-      exitCode = code;
-      resolve(code);
-    }),
-  );
-  const base = `http://127.0.0.1:${port}`;
-  for (let attempt = 0; attempt < 300; attempt++) {
-    if (exitCode !== undefined) throw new Error(`tally serve exited with ${exitCode}: ${stderr}`);
-    try {
-      const res = await request(`${base}/healthz`);
-      await res.body.dump();
-      if (res.statusCode === 200) return { child, base, stdout: () => stdout, stderr: () => stderr, exited };
-    } catch {
-      // not listening yet
-    }
-    await sleep(100);
-  }
-  child.kill('SIGKILL');
-  throw new Error(`tally serve did not become healthy: ${stderr}`);
-}
+/** `tally serve` on `databaseUrl`, healthy. */
+const serve = (databaseUrl: string) => serveChild({ TALLY_DATABASE_URL: databaseUrl });
 
 async function track(base: string, apiKey: string) {
   const res = await request(`${base}/v1/track`, {
