@@ -6,15 +6,7 @@ import { createHarness, type Harness } from '../support/harness.js';
 import { tempFile } from '../support/temp.js';
 import { seedEvents } from './e2e/seed.js';
 import { page, session } from './support.js';
-
-interface Row {
-  group: Record<string, string | null>;
-  events: number;
-  hours_saved: number;
-  cost_saved: number;
-  agent_cost: number;
-  net_saved: number;
-}
+import type { RefRow as Row } from '../reports/reference.js';
 
 // A plan table whose Pro plan includes 150 events, so the seeded month passes 80% of it.
 const plansFile = tempFile(

@@ -6,15 +6,7 @@ import { createApiKey, revokeApiKey } from '../../../src/orgs/api-keys.js';
 import { count, hours, money } from '../../../src/dashboard/format.js';
 import { startE2E, tableRows, type E2E } from './browser.js';
 import { seedEvents, XSS_AGENT } from './seed.js';
-
-interface Row {
-  group: Record<string, string | null>;
-  events: number;
-  hours_saved: number;
-  cost_saved: number;
-  agent_cost: number;
-  net_saved: number;
-}
+import type { RefRow as Row } from '../../reports/reference.js';
 
 const PAGES = [
   ['Overview', '/dashboard'],
