@@ -11,12 +11,10 @@
  *   after, so a slow spell of the machine weighs on both sides of the ratio;
  * - the time from the end of the load until the fold lag (/metrics) is back under 1 s.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { createInterface } from 'node:readline';
 import pg from 'pg';
 import { Pool } from 'undici';
 import { BUILTIN_TASK_TYPES } from '../src/catalogue/builtins.js';
@@ -24,6 +22,7 @@ import { migrateToLatest, openStorage, type Storage } from '../src/storage/db.js
 import { insertEachRow, insertRows } from '../src/storage/insert-rows.js';
 import type { EventRow } from '../src/storage/schema.js';
 import { EVENT_COLUMNS } from '../src/tracking/event-writes.js';
+import { metricValue, startServer } from './server-process.js';
 
 const TOTAL = Number(process.env.BENCH_EVENTS ?? 1_000_000);
 const PER_REQUEST = 500;
@@ -149,22 +148,9 @@ async function runFloor(storage: Storage, from: number, to: number, now: number)
   return (performance.now() - started) / 1000;
 }
 
-function startServer(kind: string, port: number): Promise<{ child: ChildProcess; apiKey: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/servers.ts', kind, String(port)], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  return new Promise((resolve, reject) => {
-    const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
-    lines.once('line', (line) => resolve({ child, apiKey: (JSON.parse(line) as { apiKey: string }).apiKey }));
-    child.once('exit', (code) => reject(new Error(`${kind} server exited with ${code}`)));
-  });
-}
-
 async function metric(api: Pool, name: string): Promise<number> {
   const res = await api.request({ method: 'GET', path: '/metrics' });
-  const text = await res.body.text();
-  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
-  return Number(line?.split(' ')[1] ?? NaN);
+  return metricValue(await res.body.text(), name);
 }
 
 async function runEngine(engine: 'sqlite' | 'postgres', port: number) {

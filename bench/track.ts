@@ -8,10 +8,9 @@
  * the same report idle (p50 of sequential requests, one at a time, beside the load).
  * BENCH_KEYS=fixed sends the same agent, task type and client in every request.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
 import { BUILTIN_TASK_TYPES } from '../src/catalogue/builtins.js';
+import { metricValue, startServer } from './server-process.js';
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
 // Realistic traffic (the default, BENCH_KEYS=varied): each request names one of 200 agents, 50
@@ -49,22 +48,6 @@ function variedBody(): string {
   return JSON.stringify(body);
 }
 
-interface Started {
-  child: ChildProcess;
-  apiKey: string;
-}
-
-function startServer(kind: string, port: number): Promise<Started> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/servers.ts', kind, String(port)], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  return new Promise((resolve, reject) => {
-    const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
-    lines.once('line', (line) => resolve({ child, apiKey: (JSON.parse(line) as { apiKey: string }).apiKey }));
-    child.once('exit', (code) => reject(new Error(`${kind} server exited with ${code}`)));
-  });
-}
-
 async function load(port: number, apiKey: string) {
   const result = await autocannon({
     url: `http://127.0.0.1:${port}/v1/track`,
@@ -91,8 +74,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** The tail's length, from /metrics. */
 async function tailEvents(port: number): Promise<number> {
   const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith('tally_fold_tail_events '));
-  return Number(line?.split(' ')[1] ?? NaN);
+  return metricValue(text, 'tally_fold_tail_events');
 }
 
 /** Milliseconds the report takes, answered 200 (a failure fails the benchmark). */
