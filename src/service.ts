@@ -6,7 +6,7 @@ import type { ServiceCtx } from './context.js';
 import { buildApp } from './http/server.js';
 import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './http/rate-limit.js';
 import { countOrganizations, createOrganization } from './orgs/organizations.js';
-import { migrateStorage, openStorage, type Storage } from './storage/db.js';
+import { migrateStorage, openStorage, takeSqliteWriteLock, type Storage } from './storage/db.js';
 import { foldStageFor, type FoldStage } from './tracking/fold.js';
 import { DeliveryWorker } from './webhooks/worker.js';
 
@@ -26,12 +26,12 @@ export function createRateLimiter(
 export async function bootstrapDefaultOrganization(ctx: ServiceCtx): Promise<string | null> {
   // Two processes starting on one empty database: the first creates it, the other waits, then
   // counts it. PostgreSQL: an advisory lock per schema for the transaction; SQLite: the write
-  // lock, taken before the count (a read first could not upgrade once the other one wrote).
+  // lock, taken before the count.
   return ctx.db.transaction().execute(async (trx) => {
     if (ctx.engine === 'postgres') {
       await sql`SELECT pg_advisory_xact_lock(hashtext('tally_bootstrap:' || current_schema()))`.execute(trx);
     } else {
-      await sql`UPDATE fold_state SET folded_at = folded_at WHERE id = 1`.execute(trx);
+      await takeSqliteWriteLock(trx);
     }
     const inTrx = { ...ctx, db: trx };
     if ((await countOrganizations({ ctx: inTrx })) > 0) return null;

@@ -147,6 +147,16 @@ export function openStorage(url: string, options: OpenOptions = {}): Storage {
   return { engine: 'postgres', db, close: () => db.destroy() };
 }
 
+/**
+ * SQLite: takes the write lock at the start of transaction `trx`, by a write that changes
+ * nothing. A transaction that has read first cannot wait for another process's write (SQLite
+ * refuses at once, busy_timeout does not apply); one that writes first waits, then reads what
+ * that process committed.
+ */
+export async function takeSqliteWriteLock(trx: DbOrTrx): Promise<void> {
+  await sql`UPDATE fold_state SET folded_at = folded_at WHERE id = 1`.execute(trx);
+}
+
 /** Runs `fn` in `db` when it is a transaction already, else in a new transaction of its own. */
 export function inTransaction<T>(db: DbOrTrx, fn: (trx: DbOrTrx) => Promise<T>): Promise<T> {
   return db.isTransaction ? fn(db) : db.transaction().execute(fn);

@@ -3,7 +3,13 @@ import type { ServiceCtx } from '../context.js';
 import { addUsage, usageMonth, type UsageIncrement } from '../billing/usage-counter.js';
 import { foldRollups, seqRange } from '../reports/fold-rollups.js';
 import { applyRollupDeltas, deltasExact, rollupDeltas } from '../reports/rollups.js';
-import { isUnavailableError, type Db, type DbOrTrx, type Engine } from '../storage/db.js';
+import {
+  isUnavailableError,
+  takeSqliteWriteLock,
+  type Db,
+  type DbOrTrx,
+  type Engine,
+} from '../storage/db.js';
 import type { EventRow } from '../storage/schema.js';
 import { inSnapshot, readWatermark } from '../storage/snapshot.js';
 import { enqueueNewEventMessages, type NewEventMessage } from '../webhooks/outbox.js';
@@ -200,7 +206,7 @@ export async function foldOnce(ctx: ServiceCtx, options: FoldOptions = {}): Prom
     if (postgres) await sql`SELECT pg_advisory_xact_lock(${FOLD_LOCK})`.execute(trx);
     // SQLite: take the write lock first, so no other process writes between the reads below
     // and this pass's writes.
-    else await sql`UPDATE fold_state SET folded_at = folded_at WHERE id = 1`.execute(trx);
+    else await takeSqliteWriteLock(trx);
     const state = await trx
       .selectFrom('fold_state')
       .select('watermark')
