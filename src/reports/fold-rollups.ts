@@ -19,7 +19,7 @@ export async function foldRollups(
   to: IngestSeq,
 ): Promise<void> {
   for (const [grain, kept] of Object.entries(GRAINS) as Array<[Grain, readonly string[]]>) {
-    const buckets: Bucket[] = hasCoarseBuckets(grain) ? ['day', 'half', 'week', 'month'] : ['day'];
+    const buckets: Bucket[] = hasCoarseBuckets(grain) ? ['day', 'week', 'month'] : ['day'];
     for (const bucket of buckets) {
       const agent = kept.includes('agent') ? sql`agent_id` : sql`''`;
       const taskType = kept.includes('task_type') ? sql`task_type` : sql`''`;
@@ -90,10 +90,8 @@ function bucketStart(engine: Engine, bucket: Bucket): RawBuilder<unknown> {
       ? sql`CAST(julianday(date(occurred_at / 1000, 'unixepoch', 'start of month')) - 2440587.5 AS INTEGER)`
       : sql`CAST((date_trunc('month', to_timestamp(occurred_at / 1000) AT TIME ZONE 'UTC')::date - DATE '1970-01-01') AS bigint)`;
   if (bucket === 'month') return month;
-  // Epoch day 0 was a Thursday: day − (day + 3) mod 7 is the Monday of its ISO week; a half
-  // starts on the Monday or the Thursday; both are cut at the month's first day.
+  // Epoch day 0 was a Thursday: day − (day + 3) mod 7 is the Monday of its ISO week, cut at the
+  // month's first day.
   const monday = sql`(${day} - ((${day} + 3) % 7))`;
-  const start =
-    bucket === 'week' ? monday : sql`(${monday} + CASE WHEN (${day} + 3) % 7 >= 3 THEN 3 ELSE 0 END)`;
-  return engine === 'sqlite' ? sql`max(${start}, ${month})` : sql`GREATEST(${start}, ${month})`;
+  return engine === 'sqlite' ? sql`max(${monday}, ${month})` : sql`GREATEST(${monday}, ${month})`;
 }

@@ -62,23 +62,23 @@ export function chooseGrain(groupBy: readonly Dimension[], filters: ReportFilter
 }
 
 /**
- * The buckets a report may read, coarsest first. Coarse rows cannot be split into days. Halves
- * and weeks lie inside one ISO week and one month, so they serve reports by week, by month or
- * both; a month holds parts of several weeks. Every row keeps each outcome's sums, so an
- * `outcome` filter reads the same buckets.
+ * The buckets a report may read, coarsest first. Coarse rows cannot be split into days. Weeks
+ * lie inside one ISO week and one month, so they serve reports by week, by month or both; a
+ * month holds parts of several weeks. Every row keeps each outcome's sums, so an `outcome`
+ * filter reads the same buckets.
  */
 export function usableBuckets(grain: Grain, groupBy: readonly Dimension[]): Bucket[] {
   if (!hasCoarseBuckets(grain) || groupBy.includes('day')) return ['day'];
-  if (groupBy.includes('week')) return ['week', 'half', 'day'];
-  return ['month', 'week', 'half', 'day'];
+  if (groupBy.includes('week')) return ['week', 'day'];
+  return ['month', 'week', 'day'];
 }
 
 /**
  * Estimated rows of one bucket, in days' worth: keys recur from day to day, so coarser buckets
  * hold far fewer than their days' rows (all three keys in the benchmark: a day 5,100 rows, a
- * half 8,100–8,900, a week 9,800, a month 10,400; agent × client: 3,200, 4,100, 4,200, 4,200).
+ * week 9,800, a month 10,400; agent × client: 3,200, 4,200, 4,200).
  */
-const COST: Record<Bucket, number> = { day: 1, half: 1.6, week: 2, month: 2.5 };
+const COST: Record<Bucket, number> = { day: 1, week: 2, month: 2.5 };
 
 interface Cover {
   cost: number;

@@ -32,14 +32,15 @@ export type Grain = keyof typeof GRAINS;
  * long window reads a few coarse buckets instead of every day (see plan.ts):
  * - `month`: a calendar month;
  * - `week`: an ISO week (Monday to Sunday) cut at month ends, so a week running over two months
- *   has two rows, one per month, and a month is exactly its weeks;
- * - `half`: the Monday-to-Wednesday or Thursday-to-Sunday half of such a week, cut the same way.
+ *   has two rows, one per month, and a month is exactly its weeks.
  * Each bucket lies inside one bucket of every coarser kind, and a bucket row's `day` is its first
- * day, so a row's ISO week and month are those of its `day`.
+ * day, so a row's ISO week and month are those of its `day`. (Half weeks were dropped by
+ * migration 0012: they cost the folding stage a quarter of its writes and saved reports only a
+ * few rows at a window's edges.)
  */
-export type Bucket = 'day' | 'half' | 'week' | 'month';
+export type Bucket = 'day' | 'week' | 'month';
 
-/** Whether a grain keeps half, week and month rows besides its day rows. */
+/** Whether a grain keeps week and month rows besides its day rows. */
 export function hasCoarseBuckets(grain: Grain): boolean {
   return GRAINS[grain].length >= 2;
 }
@@ -73,14 +74,7 @@ export function bucketAround(bucket: Bucket, day: number): [number, number] {
   const monthTo = nextMonthStart(day);
   if (bucket === 'month') return [monthFrom, monthTo];
   const monday = weekStart(day);
-  // Thursday starts the second half of a week.
-  const [from, to] =
-    bucket === 'week'
-      ? [monday, monday + 7]
-      : day - monday < 3
-        ? [monday, monday + 3]
-        : [monday + 3, monday + 7];
-  return [Math.max(from, monthFrom), Math.min(to, monthTo)];
+  return [Math.max(monday, monthFrom), Math.min(monday + 7, monthTo)];
 }
 
 /** The sums a rollup row keeps, each over every outcome and over each outcome's events. */
@@ -113,21 +107,19 @@ const GRAIN_ENTRIES = (Object.entries(GRAINS) as Array<[Grain, readonly Keyed[]]
   client: dims.includes('client'),
   coarse: hasCoarseBuckets(grain)
     ? {
-        half: grainColumn(grain, 'half'),
         week: grainColumn(grain, 'week'),
         month: grainColumn(grain, 'month'),
       }
     : null,
 }));
 
-/** The first days of the half, week and month of a day, for the last days seen (a batch has few). */
-const COARSE_STARTS = new Map<number, { half: number; week: number; month: number }>();
+/** The first days of the week and month of a day, for the last days seen (a batch has few). */
+const COARSE_STARTS = new Map<number, { week: number; month: number }>();
 
-function coarseStarts(day: number): { half: number; week: number; month: number } {
+function coarseStarts(day: number): { week: number; month: number } {
   let starts = COARSE_STARTS.get(day);
   if (starts === undefined) {
     starts = {
-      half: bucketAround('half', day)[0],
       week: bucketAround('week', day)[0],
       month: monthStart(day),
     };
@@ -175,7 +167,7 @@ export function deltasExact(rows: readonly EventRow[]): boolean {
 /** The rollup increments of some events, merged by rollup key (one delta per key). */
 export function rollupDeltas(rows: readonly EventRow[], shard = 0): RollupDelta[] {
   // Events with the same keys first (one map entry per event), then each distinct event key
-  // into its 8–20 rollup rows: a batch of similar events builds few rollup keys.
+  // into its 16 rollup rows: a batch of similar events builds few rollup keys.
   const events = new Map<
     string,
     { row: EventRow; outcome: Outcome; day: number; client: string; sums: Sums }
@@ -248,7 +240,6 @@ export function rollupDeltas(rows: readonly EventRow[], shard = 0): RollupDelta[
       const client = g.client ? eventClient : '';
       add(row.org_id, g.grain, day, agentId, taskType, client, outcome, sums);
       if (g.coarse !== null) {
-        add(row.org_id, g.coarse.half, starts.half, agentId, taskType, client, outcome, sums);
         add(row.org_id, g.coarse.week, starts.week, agentId, taskType, client, outcome, sums);
         add(row.org_id, g.coarse.month, starts.month, agentId, taskType, client, outcome, sums);
       }

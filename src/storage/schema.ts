@@ -126,11 +126,12 @@ export interface AgentsTable {
 
 /**
  * Report aggregates; see src/reports/rollups.ts and migrations 0004 (keys), 0005 (grains and
- * coarse buckets) and 0006 (sums by outcome, half weeks).
+ * coarse buckets), 0006 (sums by outcome), 0011 (numeric sums) and 0012 (no half weeks; on
+ * PostgreSQL a primary key without the sums).
  */
 export interface ReportRollupsTable {
   org_id: string;
-  /** The grain, with '/half', '/week' or '/month' for the coarse buckets of two- and three-key grains. */
+  /** The grain, with '/week' or '/month' for the coarse buckets of two- and three-key grains. */
   grain: string;
   /** Epoch day of the bucket's first day. */
   day: number;

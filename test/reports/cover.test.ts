@@ -8,8 +8,8 @@ const day = (iso: string) => Date.parse(`${iso}T00:00:00Z`) / DAY;
 
 /**
  * Whether a bucket row can start on `day` and, if so, the days it holds, computed from calendar
- * dates (not from the code under test): weeks start on Mondays, halves on Mondays and Thursdays,
- * both also on the first of a month; every bucket ends where its kind's next one starts.
+ * dates (not from the code under test): weeks start on Mondays and on the first of a month;
+ * every bucket ends where its kind's next one starts.
  */
 function startsOn(bucket: Bucket, day: number): boolean {
   const date = new Date(day * DAY);
@@ -17,7 +17,7 @@ function startsOn(bucket: Bucket, day: number): boolean {
   if (bucket === 'day') return true;
   if (bucket === 'month') return first;
   const weekday = date.getUTCDay();
-  return first || weekday === 1 || (bucket === 'half' && weekday === 4);
+  return first || weekday === 1;
 }
 
 function daysOf(bucket: Bucket, start: number): number[] {
@@ -42,15 +42,7 @@ function multiplicity(pieces: ReturnType<typeof coverDays>['pieces']): Map<numbe
   return counts;
 }
 
-const LEVELS: Bucket[][] = [
-  ['day'],
-  ['week', 'day'],
-  ['month', 'day'],
-  ['month', 'week', 'day'],
-  ['week', 'half', 'day'],
-  ['month', 'week', 'half', 'day'],
-  ['month', 'half', 'day'],
-];
+const LEVELS: Bucket[][] = [['day'], ['week', 'day'], ['month', 'day'], ['month', 'week', 'day']];
 
 describe('the signed bucket cover of a range of days', () => {
   it('counts every day of the range once and no other day', () => {
@@ -86,20 +78,22 @@ describe('the signed bucket cover of a range of days', () => {
       // Mon 23 … Sun 29 and Mon 30, the week cut at November's end (one day: costs a day).
       { bucket: 'week', fromDay: day('2026-11-23'), toDay: day('2026-12-01'), sign: -1 },
     ]);
-    // The benchmark's 30 days, asked on Friday 20 Nov: Thu 22 … Sun 25 Oct is a half week.
-    const halves = coverDays(
+    // The benchmark's 30 days, asked on Friday 20 Nov: Thu 22 … Sun 25 Oct are four days (their
+    // week minus Mon 19 … Wed 21 would cost five); November minus the 21st, the last day that
+    // can hold rows yet.
+    const bench = coverDays(
       day('2026-10-22'),
       day('2026-11-21'),
-      ['month', 'week', 'half', 'day'],
+      ['month', 'week', 'day'],
       day('2026-11-22'),
     );
-    expect(halves.pieces).toEqual([
-      { bucket: 'half', fromDay: day('2026-10-22'), toDay: day('2026-10-26'), sign: 1 },
+    expect(bench.pieces).toEqual([
+      { bucket: 'day', fromDay: day('2026-10-22'), toDay: day('2026-10-26'), sign: 1 },
       { bucket: 'week', fromDay: day('2026-10-26'), toDay: day('2026-11-01'), sign: 1 },
       { bucket: 'month', fromDay: day('2026-11-01'), toDay: day('2026-12-01'), sign: 1 },
       { bucket: 'day', fromDay: day('2026-11-21'), toDay: day('2026-12-01'), sign: -1 },
     ]);
-    expect(halves.cost).toBeCloseTo(1.6 + 2 + 2.5 + 1);
+    expect(bench.cost).toBe(4 + 2 + 2.5 + 1);
     // Mon 24 Aug … Sat 21 Nov: a week, a day, September to November, minus November's tail.
     const ninety = coverDays(day('2026-08-24'), day('2026-11-22'), ['month', 'week', 'day']);
     expect(ninety.pieces).toContainEqual({
@@ -141,9 +135,9 @@ describe('the buckets a report may read', () => {
     expect(usableBuckets('agent+client', ['agent', 'client', 'day'])).toEqual(['day']);
     expect(usableBuckets('agent+client', ['agent', 'day', 'month'])).toEqual(['day']);
   });
-  it('are weeks and halves by week (months hold parts of weeks), and every bucket otherwise', () => {
-    const fine = ['week', 'half', 'day'];
-    const all = ['month', 'week', 'half', 'day'];
+  it('are weeks by week (months hold parts of weeks), and every bucket otherwise', () => {
+    const fine = ['week', 'day'];
+    const all = ['month', 'week', 'day'];
     expect(usableBuckets('agent+client', ['agent', 'client', 'week'])).toEqual(fine);
     expect(usableBuckets('agent+client', ['agent', 'week', 'month'])).toEqual(fine);
     expect(usableBuckets('task_type+client', ['month', 'client', 'task_type'])).toEqual(all);

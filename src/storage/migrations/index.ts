@@ -9,6 +9,7 @@ import * as keyScopes from './2026_11_24_0007_key_scopes.js';
 import * as dashboardSessions from './2026_11_24_0008_dashboard_sessions.js';
 import * as ingestWatermark from './2026_11_24_0010_ingest_watermark.js';
 import * as rollupSumsNumeric from './2026_11_24_0011_rollup_sums_numeric.js';
+import * as rollupFewerRows from './2026_11_24_0012_rollup_fewer_rows.js';
 
 /** Every migration, by name; names sort in the order they apply. Add new files here. */
 export const migrations: Record<string, Migration> = {
@@ -22,4 +23,5 @@ export const migrations: Record<string, Migration> = {
   '2026_11_24_0008_dashboard_sessions': dashboardSessions,
   '2026_11_24_0010_ingest_watermark': ingestWatermark,
   '2026_11_24_0011_rollup_sums_numeric': rollupSumsNumeric,
+  '2026_11_24_0012_rollup_fewer_rows': rollupFewerRows,
 };
