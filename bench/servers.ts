@@ -2,7 +2,8 @@
  * The servers the benchmarks load, each run in its own process so the load generator does not
  * share their event loop: `tsx bench/servers.ts reference|sqlite|postgres PORT`.
  * Prints one JSON line `{"ready": true, "apiKey": …}` once listening. Tally runs its folding
- * stage in the same process, as `tally serve` does.
+ * stage in the same process, as `tally serve` does (on SQLite, its passes in a thread of their
+ * own; BENCH_NO_THREAD=1 folds on the event loop instead, for comparison).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,6 +18,7 @@ import { createRateLimiter } from '../src/service.js';
 import { createOrganization } from '../src/orgs/organizations.js';
 import { migrateToLatest, openStorage } from '../src/storage/db.js';
 import { foldStageFor } from '../src/tracking/fold.js';
+import { foldThreadFor } from '../src/tracking/fold-thread.js';
 
 const [kind = 'reference', portText = '0'] = process.argv.slice(2);
 const port = Number(portText);
@@ -60,12 +62,15 @@ async function tally(engine: 'sqlite' | 'postgres') {
     { logger: false },
   );
   await app.listen({ host: '127.0.0.1', port });
-  // As in `tally serve`: the folding stage runs beside the API (DESIGN §11).
-  const fold = foldStageFor(ctx);
+  // As in `tally serve`: the folding stage runs beside the API (DESIGN §11), its passes in a
+  // thread of their own on a SQLite file.
+  const thread = process.env.BENCH_NO_THREAD === '1' ? null : foldThreadFor(ctx, url, storage.db);
+  const fold = foldStageFor(ctx, thread ? { runPass: (pass) => thread.run(pass) } : {});
   fold.start();
   const cleanup = async () => {
     await app.close();
     await fold.stop();
+    await thread?.close();
     await storage.close();
     if (dir) rmSync(dir, { recursive: true, force: true });
     if (schema) {

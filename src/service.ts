@@ -8,6 +8,7 @@ import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './http/ra
 import { countOrganizations, createOrganization } from './orgs/organizations.js';
 import { migrateStorage, openStorage, takeSqliteWriteLock, type Storage } from './storage/db.js';
 import { foldStageFor, type FoldStage } from './tracking/fold.js';
+import { foldThreadFor, type FoldThread } from './tracking/fold-thread.js';
 import { DeliveryWorker } from './webhooks/worker.js';
 
 export function createRateLimiter(
@@ -83,8 +84,12 @@ export async function startService(config: Config, clock: Clock = systemClock): 
   // TALLY_ROLE=api leaves folding, deliveries, e-mail and digests to `tally worker` processes.
   let worker: DeliveryWorker | null = null;
   let fold: FoldStage | null = null;
+  let foldThread: FoldThread | null = null;
   if (config.role !== 'api') {
+    foldThread = foldThreadFor(ctx, config.databaseUrl, storage.db);
+    const thread = foldThread;
     fold = foldStageFor(ctx, {
+      ...(thread ? { runPass: (pass) => thread.run(pass) } : {}),
       // Once per distinct failure: the stage retries with a growing wait, and every failed
       // pass counts in /metrics (tally_fold_errors_total).
       onError: (error) => log('error', 'folding stage: a pass failed; retrying with backoff', error),
@@ -119,6 +124,7 @@ export async function startService(config: Config, clock: Clock = systemClock): 
         }
       }
       if (fold) await fold.stop();
+      if (foldThread) await foldThread.close();
       if (worker) await worker.stop();
       await rateLimiter.close();
       await storage.close();

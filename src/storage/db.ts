@@ -55,6 +55,12 @@ export interface OpenOptions {
   /** Bounds on database waits (defaults: DEFAULT_DATABASE_TIMEOUTS); a statement timeout of 0 is none. */
   timeouts?: Partial<DatabaseTimeouts>;
   /**
+   * SQLite file: the write connection alone, without the checkpoint thread and the read
+   * connection, which the process that opened the file first already runs (the folding thread,
+   * tracking/fold-thread.ts).
+   */
+  connectionOnly?: boolean;
+  /**
    * Told about connection errors that belong to no query (a pooled connection dropped by a
    * restarting server). Without it they are ignored; they never reach the process.
    */
@@ -87,13 +93,15 @@ export function openStorage(url: string, options: OpenOptions = {}): Storage {
       dialect: new SqliteDialect({ database: withStatementCache(database) }),
     });
     sqliteHandles.set(db.getExecutor().adapter, database);
-    if (path === ':memory:') return { engine: 'sqlite', db, close: () => db.destroy() };
+    const close = () => db.destroy();
+    if (path === ':memory:') return { engine: 'sqlite', db, close };
     // WAL checkpoints (copying committed pages into the database file, and an fsync) off the
     // event loop: a thread of its own checkpoints what it can every CHECKPOINT_EVERY_MS, without
     // waiting for anyone (PASSIVE). The connection's own checkpoint, which runs inside the
     // commit that crosses its threshold and holds every request behind it, stays only as a
     // backstop for a WAL the thread cannot keep small.
     database.pragma(`wal_autocheckpoint = ${BACKSTOP_CHECKPOINT_PAGES}`);
+    if (options.connectionOnly) return { engine: 'sqlite', db, close };
     const checkpointer = startCheckpointer(path);
     // A second connection for snapshot reads (reports, usage, the tail: inSnapshot). WAL lets it
     // read while the first one writes, so a report never waits for a track batch or a folding

@@ -314,6 +314,8 @@ export interface FoldStageOptions {
   onRecover?: (failures: number) => void;
   /** The waits after failed passes (default FOLD_RETRY). */
   retry?: { firstMs: number; mostMs: number };
+  /** Runs one pass (default: foldOnce here; a SQLite file folds in a thread, fold-thread.ts). */
+  runPass?: (options: FoldOptions & { limit: number }) => Promise<FoldResult>;
 }
 
 /** Failed passes of a stage, by kind, for /metrics (tally_fold_errors_total). */
@@ -382,6 +384,7 @@ export class FoldStage {
   private readonly onError: (error: unknown) => void;
   private readonly onRecover: (failures: number) => void;
   private readonly failures: FoldFailures;
+  private readonly runPass: (options: FoldOptions & { limit: number }) => Promise<FoldResult>;
 
   constructor(
     private readonly ctx: ServiceCtx,
@@ -392,6 +395,7 @@ export class FoldStage {
     this.onError = options.onError ?? (() => undefined);
     this.onRecover = options.onRecover ?? (() => undefined);
     this.failures = new FoldFailures(options.retry ?? FOLD_RETRY);
+    this.runPass = options.runPass ?? ((pass) => foldOnce(ctx, pass));
   }
 
   /** Failed passes of this stage's loop so far, by kind. */
@@ -401,7 +405,7 @@ export class FoldStage {
 
   /** One pass, after the passes already asked of this process. */
   foldNow(options: FoldOptions = {}): Promise<FoldResult> {
-    const pass = this.queue.then(() => foldOnce(this.ctx, { limit: this.batch, ...options }));
+    const pass = this.queue.then(() => this.runPass({ limit: this.batch, ...options }));
     this.queue = pass.catch(() => undefined);
     return pass;
   }
