@@ -45,11 +45,12 @@ export function insertRows<T extends keyof Database & string, R extends object>(
   );
 }
 
-const oneRowStatements = new Map<string, string>();
+/** The text of each runEachRow statement, per adapter (the engines write placeholders apart). */
+const oneRowStatements = new WeakMap<object, Map<string, string>>();
 
 /**
- * SQLite only: a one-row statement over `columns` run once per row, in the caller's
- * transaction; returns the rows it returns (`RETURNING`, or a SELECT), in order. SQLite runs one
+ * A one-row statement over `columns` run once per row, in the caller's transaction; returns the
+ * rows it returns (`RETURNING`, or a SELECT), in order. Meant for SQLite, which runs one
  * prepared one-row statement N times faster than an N-row VALUES list (25 events: in ~60 % of
  * the time), and the statement's text is built once per `name` (by `build`, from a row whose
  * every value is a placeholder; Kysely writes quoting and placeholders) instead of a query tree
@@ -64,10 +65,16 @@ export async function runEachRow<R extends object, O = unknown>(
 ): Promise<O[]> {
   const names = Object.keys(columns) as Array<keyof R & string>;
   const key = `${name} ${names.join()}`;
-  let text = oneRowStatements.get(key);
+  const adapter = db.getExecutor().adapter;
+  let texts = oneRowStatements.get(adapter);
+  if (texts === undefined) {
+    texts = new Map();
+    oneRowStatements.set(adapter, texts);
+  }
+  let text = texts.get(key);
   if (text === undefined) {
     text = build(Object.fromEntries(names.map((column) => [column, null])) as R).compile().sql;
-    oneRowStatements.set(key, text);
+    texts.set(key, text);
   }
   const returned: O[] = [];
   const handle = sqliteHandle(db);
