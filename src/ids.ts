@@ -19,29 +19,32 @@ function randomChunk(length: number): Buffer {
 }
 
 let lastTime = -1;
-let lastRandom: number[] = [];
+/** The time part of the last id, kept: ids made in one millisecond share it. */
+let lastHead = '';
+const lastRandom: number[] = new Array<number>(16).fill(0);
 
 /**
  * A 26-character ULID: 48 bits of milliseconds, then 80 random bits; sorts by time. Within one
  * millisecond the random part counts up (monotonic ULID), so ids made in order sort in order.
  */
 export function ulid(at: Date = new Date()): string {
-  let time = at.getTime();
+  const time = at.getTime();
   if (time === lastTime) {
     let i = lastRandom.length - 1;
     while (i >= 0 && lastRandom[i] === 31) lastRandom[i--] = 0;
     if (i >= 0) lastRandom[i] = (lastRandom[i] ?? 0) + 1;
   } else {
     const bytes = randomChunk(16);
-    lastRandom = Array.from(bytes, (b) => b % 32);
+    for (let i = 0; i < 16; i++) lastRandom[i] = (bytes[i] ?? 0) % 32;
     lastTime = time;
+    lastHead = '';
+    for (let i = 0, rest = time; i < 10; i++, rest = Math.floor(rest / 32)) {
+      lastHead = (CROCKFORD[rest % 32] ?? '0') + lastHead;
+    }
   }
-  let head = '';
-  for (let i = 0; i < 10; i++) {
-    head = (CROCKFORD[time % 32] ?? '0') + head;
-    time = Math.floor(time / 32);
-  }
-  return head + lastRandom.map((d) => CROCKFORD[d]).join('');
+  let tail = '';
+  for (const digit of lastRandom) tail += CROCKFORD[digit] ?? '0';
+  return lastHead + tail;
 }
 
 export type IdPrefix = 'org' | 'evt' | 'wh' | 'whmsg' | 'whdel' | 'req' | 'aud' | 'mail';

@@ -7,10 +7,15 @@ import type { ErrorDetail } from '../errors.js';
 // eslint-disable-next-line no-control-regex -- NUL is exactly what this looks for
 const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
+const UNSTORABLE_ALL = new RegExp(UNSTORABLE.source, 'g');
+
 const MAX_ISSUES = 20;
 
-function pointerPart(key: string): string {
-  const readable = key.replace(new RegExp(UNSTORABLE.source, 'g'), '\uFFFD');
+/** `key` as a JSON pointer segment; `unstorable` is UNSTORABLE's verdict on it. */
+function pointerPart(key: string, unstorable: boolean): string {
+  // Every header and body key of every request comes through here: most need no change.
+  if (!unstorable && !key.includes('~') && !key.includes('/')) return key;
+  const readable = unstorable ? key.replace(UNSTORABLE_ALL, '\uFFFD') : key;
   return readable.replaceAll('~', '~0').replaceAll('/', '~1');
 }
 
@@ -35,8 +40,9 @@ export function unstorableIssues(value: unknown, path: string): ErrorDetail[] {
       item.forEach((element, i) => pending.push([element, `${at}/${i}`]));
     } else if (typeof item === 'object' && item !== null) {
       for (const [key, element] of Object.entries(item)) {
-        const keyPath = `${at}/${pointerPart(key)}`;
-        if (UNSTORABLE.test(key)) {
+        const unstorable = UNSTORABLE.test(key);
+        const keyPath = `${at}/${pointerPart(key, unstorable)}`;
+        if (unstorable) {
           issues.push({
             path: keyPath,
             message: 'is a key with NUL characters or unpaired UTF-16 surrogates',

@@ -2,6 +2,8 @@ import { findBuiltin } from '../catalogue/builtins.js';
 import { AppError } from '../errors.js';
 import type { Organization } from '../orgs/organizations.js';
 import type { DbOrTrx } from '../storage/db.js';
+import { runEachRow } from '../storage/insert-rows.js';
+import type { TaskTypeOverridesTable } from '../storage/schema.js';
 
 export type BaselineSource = 'request' | 'override' | 'custom' | 'builtin' | 'fallback';
 
@@ -18,6 +20,8 @@ export interface CustomTypeFacts {
   status: string;
 }
 
+type OverrideFacts = Pick<TaskTypeOverridesTable, 'task_key' | 'baseline_minutes_override'>;
+
 /** The organisation's overrides and custom types for the task types of a batch. */
 export interface CatalogueFacts {
   overrides: Map<string, number>;
@@ -30,17 +34,24 @@ export async function loadCatalogueFacts(
   orgId: string,
   taskTypes: string[],
 ): Promise<CatalogueFacts> {
-  const builtinKeys = taskTypes.filter((t) => findBuiltin(t));
   const customKeys = taskTypes.filter((t) => !findBuiltin(t));
   const overrides = new Map<string, number>();
   const customs = new Map<string, CustomTypeFacts>();
-  if (builtinKeys.length > 0) {
-    const rows = await db
-      .selectFrom('task_type_overrides')
-      .select(['task_key', 'baseline_minutes_override'])
-      .where('org_id', '=', orgId)
-      .where('task_key', 'in', builtinKeys)
-      .execute();
+  if (customKeys.length < taskTypes.length) {
+    // All of the organisation's overrides, not those of the batch's keys: there are at most one
+    // per built-in, and a statement whose text does not change with the batch is prepared once
+    // (on SQLite, run on the transaction's handle) instead of built and planned per batch.
+    const rows = await runEachRow<{ org_id: string }, OverrideFacts>(
+      db,
+      'overrides of org',
+      { org_id: 'text' },
+      [{ org_id: orgId }],
+      (placeholders) =>
+        db
+          .selectFrom('task_type_overrides')
+          .select(['task_key', 'baseline_minutes_override'])
+          .where('org_id', '=', placeholders.org_id),
+    );
     for (const row of rows) overrides.set(row.task_key, row.baseline_minutes_override);
   }
   if (customKeys.length > 0) {

@@ -1,6 +1,6 @@
 import { CompiledQuery, PostgresAdapter, type QueryCreator } from 'kysely';
 import type { DbOrTrx } from '../storage/db.js';
-import { insertEachRow, insertRows, type PgType } from '../storage/insert-rows.js';
+import { insertEachRow, insertRows, runEachRow, type PgType } from '../storage/insert-rows.js';
 import type { Database, EventRow } from '../storage/schema.js';
 
 // Events per write: on PostgreSQL one statement (one array per column); on SQLite each event
@@ -32,19 +32,27 @@ export async function writeEvents(db: DbOrTrx, rows: readonly EventRow[]): Promi
     } else {
       const numbered = chunk.map((row) => ({ ...row, ingest_seq: next++ }));
       await insertEachRow(db, 'events', SQLITE_EVENT_COLUMNS, numbered);
-      inserted = await insertAgents(db, firstAgents(chunk)).execute();
+      inserted = await runEachRow<AgentRow, { first_event_id: string }>(
+        db,
+        'insert agents',
+        AGENT_COLUMNS,
+        firstAgents(chunk),
+        (placeholders) => insertAgents(db, [placeholders]),
+      );
     }
     for (const r of inserted) firsts.add(r.first_event_id);
   }
   return firsts;
 }
 
-/** SQLite: the position after the last event stored (the write lock is taken with the insert). */
+/**
+ * SQLite: the position after the last event stored (the write lock is taken with the insert).
+ * A statement without parameters, run once through runEachRow for its text built once.
+ */
 async function nextIngestSeq(db: DbOrTrx): Promise<number> {
-  const row = await db
-    .selectFrom('events')
-    .select((eb) => eb.fn.max('ingest_seq').as('last'))
-    .executeTakeFirst();
+  const [row] = await runEachRow<object, { last: number | null }>(db, 'last ingest_seq', {}, [{}], () =>
+    db.selectFrom('events').select((eb) => eb.fn.max('ingest_seq').as('last')),
+  );
   return Number(row?.last ?? 0) + 1;
 }
 
@@ -88,6 +96,13 @@ interface AgentRow {
   first_seen_at: EventRow['received_at'];
 }
 
+const AGENT_COLUMNS = {
+  org_id: 'text',
+  agent_id: 'text',
+  first_event_id: 'text',
+  first_seen_at: 'bigint',
+} as const;
+
 /** Each agent's first event in `rows`, in sorted order (concurrent transactions take them so). */
 function firstAgents(rows: readonly EventRow[]): AgentRow[] {
   const firsts = new Map<string, EventRow>();
@@ -113,13 +128,7 @@ function insertAgents(
   agents: readonly AgentRow[],
   into: Pick<QueryCreator<Database>, 'insertInto'> = db,
 ) {
-  const columns = {
-    org_id: 'text',
-    agent_id: 'text',
-    first_event_id: 'text',
-    first_seen_at: 'bigint',
-  } as const;
-  return insertRows(db, 'agents', columns, agents, into)
+  return insertRows(db, 'agents', AGENT_COLUMNS, agents, into)
     .onConflict((oc) => oc.columns(['org_id', 'agent_id']).doNothing())
     .returning('first_event_id');
 }
