@@ -65,6 +65,7 @@ async function tally(engine: 'sqlite' | 'postgres') {
   // As in `tally serve`: the folding stage runs beside the API (DESIGN §11), its passes in a
   // thread of their own on a SQLite file.
   const thread = process.env.BENCH_NO_THREAD === '1' ? null : foldThreadFor(ctx, url, storage.db);
+  await thread?.start();
   const fold = foldStageFor(ctx, thread ? { runPass: (pass) => thread.run(pass) } : {});
   fold.start();
   const cleanup = async () => {

@@ -8,7 +8,7 @@ import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './http/ra
 import { countOrganizations, createOrganization } from './orgs/organizations.js';
 import { migrateStorage, openStorage, takeSqliteWriteLock, type Storage } from './storage/db.js';
 import { foldStageFor, type FoldStage } from './tracking/fold.js';
-import { foldThreadFor, type FoldThread } from './tracking/fold-thread.js';
+import { foldThreadFor } from './tracking/fold-thread.js';
 import { DeliveryWorker } from './webhooks/worker.js';
 
 export function createRateLimiter(
@@ -76,6 +76,10 @@ export async function startService(config: Config, clock: Clock = systemClock): 
   }
 
   const rateLimiter = createRateLimiter(config, (message, error) => log('warn', message, error));
+  // A SQLite file folds in a thread of its own (fold-thread.ts), ready before the first request.
+  // A thread that cannot start fails the stage's passes, which report it and retry.
+  const foldThread = config.role === 'api' ? null : foldThreadFor(ctx, config.databaseUrl, storage.db);
+  await foldThread?.start().catch(() => undefined);
   if (config.role !== 'worker') {
     app = await buildApp({ storage, config, clock, rateLimiter });
     await app.listen({ host: config.host, port: config.port });
@@ -84,12 +88,9 @@ export async function startService(config: Config, clock: Clock = systemClock): 
   // TALLY_ROLE=api leaves folding, deliveries, e-mail and digests to `tally worker` processes.
   let worker: DeliveryWorker | null = null;
   let fold: FoldStage | null = null;
-  let foldThread: FoldThread | null = null;
   if (config.role !== 'api') {
-    foldThread = foldThreadFor(ctx, config.databaseUrl, storage.db);
-    const thread = foldThread;
     fold = foldStageFor(ctx, {
-      ...(thread ? { runPass: (pass) => thread.run(pass) } : {}),
+      ...(foldThread ? { runPass: (pass) => foldThread.run(pass) } : {}),
       // Once per distinct failure: the stage retries with a growing wait, and every failed
       // pass counts in /metrics (tally_fold_errors_total).
       onError: (error) => log('error', 'folding stage: a pass failed; retrying with backoff', error),

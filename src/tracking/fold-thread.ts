@@ -96,7 +96,12 @@ export class FoldThread {
     await this.worker?.terminate();
   }
 
-  private start(): Promise<void> {
+  /**
+   * Starts the thread (once; again after it died) and resolves when it is ready. The first pass
+   * starts it too; a service starts it before it takes requests, so that the first events do not
+   * wait for the thread's modules to load (half a second from the sources).
+   */
+  start(): Promise<void> {
     if (this.ready !== null) return this.ready;
     // From dist the thread runs the compiled fold-worker.js; from the sources (tests, tsx) it
     // registers tsx first (a worker does not inherit the loader of `--import tsx`).
