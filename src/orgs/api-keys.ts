@@ -5,6 +5,7 @@ import type { OrgCtx, ServiceCtx } from '../context.js';
 import { AppError, notFound, validationError } from '../errors.js';
 import { randomAlnum } from '../ids.js';
 import { snapshotReader, type DbOrTrx } from '../storage/db.js';
+import { CompiledTexts } from '../storage/insert-rows.js';
 import type { ApiKeyRow } from '../storage/schema.js';
 import { getOrganization, organizationFromRow, type Organization } from './organizations.js';
 
@@ -227,28 +228,23 @@ type KeyWithOrganization = Awaited<
 
 /** Lookups of up to this many keys at once keep their compiled text (see lookupText). */
 const MAX_KEPT_LOOKUPS = 32;
-const lookupTexts = new WeakMap<object, Map<number, string>>();
+const lookupTexts = new CompiledTexts<number>();
 
 /**
  * The text of the lookup of `count` keys, compiled once per adapter: its only parameters are the
  * key ids, and building and compiling it (some 15 µs) ran on every turn of the event loop.
  */
 function lookupText(db: DbOrTrx, count: number): string {
-  const adapter = db.getExecutor().adapter;
-  let texts = lookupTexts.get(adapter);
-  if (texts === undefined) {
-    texts = new Map();
-    lookupTexts.set(adapter, texts);
-  }
-  let text = texts.get(count);
-  if (text === undefined) {
-    text = keysWithOrganizationQuery(
-      db,
-      Array.from({ length: count }, () => ''),
-    ).compile().sql;
-    if (count <= MAX_KEPT_LOOKUPS) texts.set(count, text);
-  }
-  return text;
+  return lookupTexts.get(
+    db,
+    count,
+    () =>
+      keysWithOrganizationQuery(
+        db,
+        Array.from({ length: count }, () => ''),
+      ).compile().sql,
+    count <= MAX_KEPT_LOOKUPS,
+  );
 }
 
 interface Waiting {
