@@ -43,8 +43,9 @@ export class FoldThreadError extends Error {
  * would block the event loop in SQLite's busy wait). A pass is asked for after the batches that
  * queued during the last one, in turn, as before.
  *
- * The thread starts with the first pass and again after it dies; a pass under way when it dies
- * fails (and is retried by the stage: its transaction never committed).
+ * The thread starts with the service (start), or else with the first pass, and again after it
+ * dies; a pass under way when it dies fails (and is retried by the stage: its transaction never
+ * committed).
  */
 export class FoldThread {
   private worker: Worker | null = null;
