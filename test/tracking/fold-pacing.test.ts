@@ -9,9 +9,10 @@ import { FoldStage, type FoldResult } from '../../src/tracking/fold.js';
  * How long the folding stage waits between passes that emptied the tail (fold.ts): on SQLite at
  * least as long as the last pass took (tracking waits behind a pass: one writer), on PostgreSQL
  * idlePollMs whatever the pass took. The passes here are the stage's own seam (runPass): each
- * folds a few events and takes PASS_MS, and none touches a database.
+ * folds a few events and takes PASS_MS (long enough that a busy machine cannot make a
+ * 10 ms wait look like one), and none touches a database.
  */
-const PASS_MS = 300;
+const PASS_MS = 500;
 const IDLE_MS = 10;
 
 async function gapsBetweenPasses(engine: Engine, passes: number, more = false): Promise<number[]> {
