@@ -7,11 +7,21 @@ export interface ServerProcess {
   apiKey: string;
 }
 
-/** Starts `bench/servers.ts KIND PORT` and resolves once it prints its ready line. */
+/**
+ * Starts `bench/servers.ts KIND PORT` and resolves once it prints its ready line. With
+ * BENCH_PROFILE_DIR set, the server writes a V8 CPU profile of each of its threads there when it
+ * exits (open it in Chrome's DevTools, Performance tab).
+ */
 export function startServer(kind: string, port: number): Promise<ServerProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/servers.ts', kind, String(port)], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const profile = process.env.BENCH_PROFILE_DIR;
+  const flags = profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : [];
+  const child = spawn(
+    process.execPath,
+    [...flags, '--import', 'tsx', 'bench/servers.ts', kind, String(port)],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   return new Promise((resolve, reject) => {
     const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
     lines.once('line', (line) => resolve({ child, apiKey: (JSON.parse(line) as { apiKey: string }).apiKey }));
