@@ -2,22 +2,37 @@ import { sql, type RawBuilder } from 'kysely';
 import type { DbOrTrx, Engine } from '../storage/db.js';
 import type { IngestSeq } from '../storage/snapshot.js';
 import { OUTCOMES } from '../orgs/organizations.js';
-import { GRAINS, SUM_COLUMNS, grainColumn, hasCoarseBuckets, type Bucket, type Grain } from './rollups.js';
+import {
+  DAY_MS,
+  GRAINS,
+  SUM_COLUMNS,
+  grainColumn,
+  hasCoarseBuckets,
+  monthsThrough,
+  type Bucket,
+  type Grain,
+} from './rollups.js';
 
 /**
  * The folding stage's rollup step (DESIGN §11): adds the events with `from <= ingest_seq < to`
  * to the report rollups in the database itself, one INSERT … SELECT … GROUP BY … ON CONFLICT
  * per grain and bucket, instead of building each event's rollup rows in the service and sending
  * them back (a backfill's events rarely share their two- and three-key rows, ~14 per event).
- * The rows are the ones rollupDeltas (rollups.ts) builds: same grains, buckets and keys; the
- * rollup tests compare the two.
+ * The rows are the ones rollupDeltas (rollups.ts) builds with the same `coarseThrough`: day
+ * rows, and week and month rows of closed buckets only; the rollup tests compare the two.
  */
 export async function foldRollups(
   db: DbOrTrx,
   engine: Engine,
   from: IngestSeq,
   to: IngestSeq,
+  coarseThrough = Infinity,
 ): Promise<void> {
+  const closedBefore: Record<Bucket, number> = {
+    day: Infinity,
+    week: coarseThrough,
+    month: monthsThrough(coarseThrough),
+  };
   for (const [grain, kept] of Object.entries(GRAINS) as Array<[Grain, readonly string[]]>) {
     const buckets: Bucket[] = hasCoarseBuckets(grain) ? ['day', 'week', 'month'] : ['day'];
     for (const bucket of buckets) {
@@ -25,11 +40,15 @@ export async function foldRollups(
       const taskType = kept.includes('task_type') ? sql`task_type` : sql`''`;
       const client = kept.includes('client') ? sql`COALESCE('c' || client_id, '')` : sql`''`;
       const start = bucketStart(engine, bucket);
+      // Closed buckets only: the first day after them is a bucket boundary, so an event is in
+      // one exactly when its day is before it.
+      const before = closedBefore[bucket];
+      const closed = Number.isFinite(before) ? sql`AND occurred_at < ${before * DAY_MS}` : sql``;
       await sql`
         INSERT INTO report_rollups (org_id, grain, day, agent_id, task_type, client_key, shard, ${COLUMNS})
         SELECT org_id, ${grainColumn(grain, bucket)}, ${start}, ${agent}, ${taskType}, ${client}, 0, ${SUM_VALUES[engine]}
         FROM events
-        WHERE ${seqRange(engine, from, to)}
+        WHERE ${seqRange(engine, from, to)} ${closed}
         GROUP BY org_id, 3, 4, 5, 6
         ON CONFLICT (org_id, grain, day, agent_id, task_type, client_key, shard) DO UPDATE SET ${UPDATES}`.execute(
         db,
@@ -37,6 +56,74 @@ export async function foldRollups(
     }
   }
 }
+
+/**
+ * Closes the coarse buckets that end between two values of `coarseThrough` (rollups.ts
+ * coarseThroughAt), in the folding stage's transaction before it folds with the new value: the
+ * weeks of [from, to) are built from their days' rows, then the months that ended, from their
+ * weeks (a month is exactly its weeks). A bucket's rows are replaced, not added to: a row written
+ * before its bucket was kept this way (before migration 0013) held only part of it. One
+ * organisation at a time, so that each statement reads a range of the primary key.
+ */
+export async function closeCoarseBuckets(
+  db: DbOrTrx,
+  engine: Engine,
+  from: number,
+  to: number,
+): Promise<void> {
+  if (!(to > from)) return;
+  const months: [number, number] = [monthsThrough(from), monthsThrough(to)];
+  const { rows: orgs } = await sql<{ id: string }>`SELECT id FROM organizations ORDER BY id`.execute(db);
+  for (const { id } of orgs) {
+    for (const grain of Object.keys(GRAINS) as Grain[]) {
+      if (!hasCoarseBuckets(grain)) continue;
+      await rebuildBuckets(db, engine, id, grain, 'week', [from, to]);
+      if (months[1] > months[0]) await rebuildBuckets(db, engine, id, grain, 'month', months);
+    }
+  }
+}
+
+/**
+ * Replaces an organisation's `bucket` rows of a grain whose first day is in [from, to) (bucket
+ * boundaries) by the sums of the finer rows they hold: days for a week, weeks for a month.
+ */
+async function rebuildBuckets(
+  db: DbOrTrx,
+  engine: Engine,
+  orgId: string,
+  grain: Grain,
+  bucket: 'week' | 'month',
+  [from, to]: [number, number],
+): Promise<void> {
+  const target = grainColumn(grain, bucket);
+  const source = grainColumn(grain, bucket === 'week' ? 'day' : 'week');
+  const inRange = (name: string) =>
+    sql`org_id = ${orgId} AND grain = ${name} AND day >= ${from} AND day < ${to}`;
+  await sql`DELETE FROM report_rollups WHERE ${inRange(target)}`.execute(db);
+  await sql`
+    INSERT INTO report_rollups (org_id, grain, day, agent_id, task_type, client_key, shard, ${COLUMNS})
+    SELECT org_id, ${target}, ${dayBucketStart(engine, bucket)}, agent_id, task_type, client_key, 0, ${RESUMS[engine]}
+    FROM report_rollups
+    WHERE ${inRange(source)}
+    GROUP BY org_id, 3, agent_id, task_type, client_key`.execute(db);
+}
+
+/** The first epoch day of the bucket of a rollup row's `day` (bucketStart, from a day). */
+function dayBucketStart(engine: Engine, bucket: 'week' | 'month'): RawBuilder<unknown> {
+  const month =
+    engine === 'sqlite'
+      ? sql`CAST(julianday(date(day * 86400, 'unixepoch', 'start of month')) - 2440587.5 AS INTEGER)`
+      : sql`CAST((date_trunc('month', (DATE '1970-01-01' + CAST(day AS integer))::timestamp)::date - DATE '1970-01-01') AS bigint)`;
+  if (bucket === 'month') return month;
+  const monday = sql`(day - ((day + 3) % 7))`;
+  return engine === 'sqlite' ? sql`max(${monday}, ${month})` : sql`GREATEST(${monday}, ${month})`;
+}
+
+/** The sums of rollup rows' sums (SQLite: total(), as sumValues says). */
+const RESUMS: Record<Engine, RawBuilder<unknown>> = {
+  sqlite: sql.raw(SUM_COLUMNS.map((c) => (c.endsWith('events') ? `SUM(${c})` : `total(${c})`)).join(', ')),
+  postgres: sql.raw(SUM_COLUMNS.map((c) => `SUM(${c})`).join(', ')),
+};
 
 /** `from <= ingest_seq < to` (xid8 on PostgreSQL). */
 export function seqRange(engine: Engine, from: IngestSeq, to: IngestSeq): RawBuilder<unknown> {

@@ -3,6 +3,7 @@ import {
   GRAINS,
   bucketAround,
   hasCoarseBuckets,
+  monthsThrough,
   type Bucket,
   type Grain,
   type Keyed,
@@ -160,6 +161,28 @@ export function coverDays(a: number, b: number, levels: readonly Bucket[], empty
 }
 
 /**
+ * The cover of the whole days [a, b) by rollup rows that exist: coarse rows only of the buckets
+ * closed by `coarseThrough` (rollups.ts coarseThroughAt). The days are cut where months and then
+ * weeks stop being kept, and each part is covered with the buckets it may read, so that no
+ * piece, not even one taken away at an edge, reaches past its part.
+ */
+function coverKept(
+  a: number,
+  b: number,
+  levels: readonly Bucket[],
+  emptyFrom: number,
+  coarseThrough: number,
+): Cover {
+  const monthsFrom = monthsThrough(coarseThrough);
+  const parts: Array<[number, number, readonly Bucket[]]> = [
+    [a, Math.min(b, monthsFrom), levels],
+    [Math.max(a, monthsFrom), Math.min(b, coarseThrough), levels.filter((l) => l !== 'month')],
+    [Math.max(a, coarseThrough), b, ['day']],
+  ];
+  return join(...parts.map(([from, to, kept]) => coverDays(from, to, kept, emptyFrom)));
+}
+
+/**
  * A report's window from the rollups and the raw events. The rollups cover whole UTC days (day,
  * week and month buckets, see coverDays). The day the window ends in (today, for every period)
  * is read from the rollups whole, minus the raw events after the window's end (only events
@@ -168,13 +191,14 @@ export function coverDays(a: number, b: number, levels: readonly Bucket[], empty
  * that day's rollup rows minus the raw events before the start. Reports no rollup keeps read
  * raw events for the whole window. With a `watermark`, the rollups' days also read the tail
  * (DESIGN §11); without one, the rollups are taken as holding every event (callers that fold
- * first, and tests of the cover).
+ * first, and tests of the cover). Week and month rows are read only for the buckets closed by
+ * `coarseThrough` (fold_state's, read in the same snapshot; by default all of them).
  */
 export function planSources(
   range: ReportRange,
   groupBy: readonly Dimension[],
   filters: ReportFilters,
-  options: { forceRaw?: boolean; watermark?: IngestSeq | null } = {},
+  options: { forceRaw?: boolean; watermark?: IngestSeq | null; coarseThrough?: number } = {},
 ): Source[] {
   const { from, endExclusive: to } = range;
   const grain = options.forceRaw ? null : chooseGrain(groupBy, filters);
@@ -188,7 +212,12 @@ export function planSources(
   // Tracking takes occurred_at at most 24 hours ahead (spec §4.1): later days hold no rows yet,
   // so the cover can take them away for free (an estimate only; every piece is still read).
   const emptyFrom = Math.floor((range.to + DAY_MS) / DAY_MS) + 1;
-  const cover = coverDays(fromDay, toDay, usableBuckets(grain, groupBy), emptyFrom);
+  const levels = usableBuckets(grain, groupBy);
+  const coarseThrough = options.coarseThrough ?? Infinity;
+  const cover =
+    coarseThrough === Infinity
+      ? coverDays(fromDay, toDay, levels, emptyFrom)
+      : coverKept(fromDay, toDay, levels, emptyFrom, coarseThrough);
   const sources: Source[] = cover.pieces.map((p) => ({ kind: 'rollup', grain, ...p }));
   // The rollups hold the events up to the watermark; the pieces of the cover add up to the
   // whole days [fromDay, toDay) once each, so the tail's events of those days are added once.

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { OrgCtx } from '../context.js';
 import { fromMicros } from '../money.js';
 import { selectArrays } from '../storage/db.js';
-import { inSnapshot, readWatermark, type IngestSeq } from '../storage/snapshot.js';
+import { inSnapshot, readFoldState, type IngestSeq } from '../storage/snapshot.js';
 import { aggregateQuery } from './aggregate-sql.js';
 import { GROUP_KEY, periodRange, type Dimension, type ReportInput } from './params.js';
 import { sortReportRows } from './order.js';
@@ -87,16 +87,24 @@ export interface ReportOptions {
   forceRaw?: boolean;
 }
 
+/** The folding stage's state a report is planned with (snapshot.ts readFoldState). */
+interface FoldView {
+  /** Read in the snapshot the query will run in, or null for the query to read it itself. */
+  watermark: IngestSeq | null;
+  coarseThrough: number;
+}
+
 /**
- * The report's query and meta. `watermark` is the folding stage's, read in the snapshot the
- * query will run in, or null for the query to read it itself (one statement, one snapshot).
+ * The report's query and meta, planned with the folding stage's state. A `coarseThrough` read
+ * before the query's snapshot is as good as one read in it: it only grows, and the coarse rows
+ * of a closed bucket stay complete.
  */
-async function prepare(ctx: OrgCtx, input: ReportInput, options: ReportOptions, watermark: IngestSeq | null) {
+async function prepare(ctx: OrgCtx, input: ReportInput, options: ReportOptions, fold: FoldView) {
   const now = ctx.clock.now().getTime();
   const range = periodRange(input.period, now, input.period === 'all' ? await earliestEvent(ctx) : null);
   // The plain GROUP BY keeps the filters as given; they select the same events either way.
   const filters = options.forceRaw ? input.filters : clientFromMetadata(input.filters);
-  const sources = planSources(range, input.groupBy, filters, { forceRaw: options.forceRaw, watermark });
+  const sources = planSources(range, input.groupBy, filters, { forceRaw: options.forceRaw, ...fold });
   const query = (totalGroups: boolean, ordered: boolean) =>
     aggregateQuery(ctx.db, {
       engine: ctx.engine,
@@ -133,12 +141,12 @@ export async function buildReport({
   options?: ReportOptions;
 }) {
   return inSnapshot(ctx.db, ctx.engine, async (db) =>
-    buildReportIn({ ...ctx, db }, input, options, await readWatermark(db)),
+    buildReportIn({ ...ctx, db }, input, options, await readFoldState(db)),
   );
 }
 
-async function buildReportIn(ctx: OrgCtx, input: ReportInput, options: ReportOptions, watermark: IngestSeq) {
-  const { query, meta, sources } = await prepare(ctx, input, options, watermark);
+async function buildReportIn(ctx: OrgCtx, input: ReportInput, options: ReportOptions, fold: FoldView) {
+  const { query, meta, sources } = await prepare(ctx, input, options, fold);
   // PostgreSQL plans a report that reads rollups in parallel once its row estimate is large
   // enough; starting the workers costs more than the few thousand rows they would share (agent
   // 7d on 1M events: 3.7 ms serial, 29.9 ms with two workers). Reports from raw events alone
@@ -174,7 +182,8 @@ export async function* streamReport({
   input: ReportInput;
 }): AsyncGenerator<ReportRow> {
   // One statement (SQLite: into a temporary table; PostgreSQL: a cursor) reads the watermark too.
-  const { query } = await prepare(ctx, input, {}, null);
+  const { coarseThrough } = await readFoldState(ctx.db);
+  const { query } = await prepare(ctx, input, {}, { watermark: null, coarseThrough });
   for await (const row of streamRows(ctx.db, ctx.engine, query(false, true)))
     yield toReportRow(input.groupBy, row);
 }

@@ -113,6 +113,26 @@ const GRAIN_ENTRIES = (Object.entries(GRAINS) as Array<[Grain, readonly Keyed[]]
     : null,
 }));
 
+/**
+ * The coarse buckets the folding stage keeps (DESIGN §11): a week or month row is written only
+ * once its bucket has ended. Until then its days' rows answer for it, so an event of the current
+ * week and month writes its eight day rows only, not the six week and month rows beside them
+ * (bench:track: half the stage's writes). `coarseThrough`, kept in `fold_state`, is the first day
+ * of the week (cut at month ends) that the stage last saw begin: every week that ends by then and
+ * every month that ends by the first of its month has complete rows; the stage builds a bucket's
+ * rows from its days' rows when it passes its end (fold-rollups.ts closeCoarseBuckets), and
+ * back-dated events fold into closed buckets as they come. Reports read a coarse row only when
+ * its bucket is closed (plan.ts).
+ */
+export function coarseThroughAt(nowMs: number): number {
+  return bucketAround('week', Math.floor(nowMs / DAY_MS))[0];
+}
+
+/** The first day from which month rows are not kept: the first of the month of `coarseThrough`. */
+export function monthsThrough(coarseThrough: number): number {
+  return Number.isFinite(coarseThrough) ? monthStart(coarseThrough) : coarseThrough;
+}
+
 /** The first days of the week and month of a day, for the last days seen (a batch has few). */
 const COARSE_STARTS = new Map<number, { week: number; month: number }>();
 
@@ -164,8 +184,13 @@ export function deltasExact(rows: readonly EventRow[]): boolean {
   return total <= Number.MAX_SAFE_INTEGER;
 }
 
-/** The rollup increments of some events, merged by rollup key (one delta per key). */
-export function rollupDeltas(rows: readonly EventRow[], shard = 0): RollupDelta[] {
+/**
+ * The rollup increments of some events, merged by rollup key (one delta per key): day rows, and
+ * week and month rows of the buckets closed by `coarseThrough` (coarseThroughAt; by default
+ * every bucket).
+ */
+export function rollupDeltas(rows: readonly EventRow[], shard = 0, coarseThrough = Infinity): RollupDelta[] {
+  const monthsFrom = monthsThrough(coarseThrough);
   // Events with the same keys first (one map entry per event), then each distinct event key
   // into its 16 rollup rows: a batch of similar events builds few rollup keys.
   const events = new Map<
@@ -239,9 +264,10 @@ export function rollupDeltas(rows: readonly EventRow[], shard = 0): RollupDelta[
       const taskType = g.taskType ? row.task_type : '';
       const client = g.client ? eventClient : '';
       add(row.org_id, g.grain, day, agentId, taskType, client, outcome, sums);
-      if (g.coarse !== null) {
+      if (g.coarse !== null && day < coarseThrough) {
         add(row.org_id, g.coarse.week, starts.week, agentId, taskType, client, outcome, sums);
-        add(row.org_id, g.coarse.month, starts.month, agentId, taskType, client, outcome, sums);
+        if (day < monthsFrom)
+          add(row.org_id, g.coarse.month, starts.month, agentId, taskType, client, outcome, sums);
       }
     }
   }
@@ -298,7 +324,15 @@ export async function applyRollupDeltas(db: DbOrTrx, deltas: readonly RollupDelt
     await upsertRollups(db, deltas.slice(i, i + CHUNK)).execute();
 }
 
-/** Keeps the rollups exact for events being created in the open transaction `db`. */
-export async function recordRollups(db: DbOrTrx, rows: readonly EventRow[], shard = 0): Promise<void> {
-  await applyRollupDeltas(db, rollupDeltas(rows, shard));
+/**
+ * Adds events to the rollups in the open transaction `db`, as the folding stage would with
+ * `coarseThrough` (by default every coarse bucket: the migrations' and the seeds' rows).
+ */
+export async function recordRollups(
+  db: DbOrTrx,
+  rows: readonly EventRow[],
+  shard = 0,
+  coarseThrough = Infinity,
+): Promise<void> {
+  await applyRollupDeltas(db, rollupDeltas(rows, shard, coarseThrough));
 }

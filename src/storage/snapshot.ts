@@ -28,3 +28,16 @@ export async function readWatermark(db: DbOrTrx): Promise<IngestSeq> {
   const row = await db.selectFrom('fold_state').select('watermark').where('id', '=', 1).executeTakeFirst();
   return row?.watermark ?? 0;
 }
+
+/**
+ * The folding stage's state as a report reads it: the watermark, and the first day whose week
+ * and month rollup rows are not kept yet (rollups.ts coarseThroughAt).
+ */
+export async function readFoldState(db: DbOrTrx): Promise<{ watermark: IngestSeq; coarseThrough: number }> {
+  const row = await db
+    .selectFrom('fold_state')
+    .select(['watermark', 'coarse_through'])
+    .where('id', '=', 1)
+    .executeTakeFirst();
+  return { watermark: row?.watermark ?? 0, coarseThrough: Number(row?.coarse_through ?? 0) };
+}

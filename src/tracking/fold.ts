@@ -1,8 +1,8 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { ServiceCtx } from '../context.js';
 import { addUsage, usageMonth, type UsageIncrement } from '../billing/usage-counter.js';
-import { foldRollups, seqRange } from '../reports/fold-rollups.js';
-import { applyRollupDeltas, deltasExact, rollupDeltas } from '../reports/rollups.js';
+import { closeCoarseBuckets, foldRollups, seqRange } from '../reports/fold-rollups.js';
+import { applyRollupDeltas, coarseThroughAt, deltasExact, rollupDeltas } from '../reports/rollups.js';
 import {
   isUnavailableError,
   takeSqliteWriteLock,
@@ -11,7 +11,7 @@ import {
   type Engine,
 } from '../storage/db.js';
 import type { EventRow } from '../storage/schema.js';
-import { inSnapshot, readWatermark } from '../storage/snapshot.js';
+import { inSnapshot, readFoldState, readWatermark } from '../storage/snapshot.js';
 import { enqueueNewEventMessages, type NewEventMessage } from '../webhooks/outbox.js';
 import { eventView } from './events.js';
 
@@ -200,10 +200,11 @@ async function writeMessages(
 export async function foldOnce(ctx: ServiceCtx, options: FoldOptions = {}): Promise<FoldResult> {
   const limit = Math.max(1, options.limit ?? FOLD_BATCH[ctx.engine]);
   const postgres = ctx.engine === 'postgres';
-  // Most passes of a polling stage find no tail: they end on this read, without a transaction.
-  if (!(await hasTail(ctx.db, ctx.engine))) {
-    return { folded: 0, more: false, watermark: await readWatermark(ctx.db) };
-  }
+  // Most passes of a polling stage find no tail and no bucket to close: they end on these
+  // reads, without a transaction.
+  const now = ctx.clock.now().getTime();
+  const idle = await idleState(ctx.db, ctx.engine, now);
+  if (idle !== null) return { folded: 0, more: false, watermark: idle };
   return ctx.db.transaction().execute(async (trx) => {
     if (postgres) await sql`SELECT pg_advisory_xact_lock(${FOLD_LOCK})`.execute(trx);
     // SQLite: take the write lock first, so no other process writes between the reads below
@@ -211,10 +212,22 @@ export async function foldOnce(ctx: ServiceCtx, options: FoldOptions = {}): Prom
     else await takeSqliteWriteLock(trx);
     const state = await trx
       .selectFrom('fold_state')
-      .select('watermark')
+      .select(['watermark', 'coarse_through'])
       .where('id', '=', 1)
       .$if(postgres, (q) => q.forUpdate())
       .executeTakeFirstOrThrow();
+    // The weeks and months that ended since the last pass get their rows first; this pass's
+    // events then add to them like any back-dated event (rollups.ts coarseThroughAt).
+    const closedThrough = Number(state.coarse_through);
+    const coarseThrough = Math.max(closedThrough, coarseThroughAt(now));
+    if (coarseThrough > closedThrough) {
+      await closeCoarseBuckets(trx, ctx.engine, closedThrough, coarseThrough);
+      await trx
+        .updateTable('fold_state')
+        .set({ coarse_through: coarseThrough })
+        .where('id', '=', 1)
+        .execute();
+    }
     const from: Seq = state.watermark;
     let to = await foldableUpTo(trx, ctx.engine, from);
     const cut = await trx
@@ -240,21 +253,17 @@ export async function foldOnce(ctx: ServiceCtx, options: FoldOptions = {}): Prom
       const rows = await sql<EventRow>`
         SELECT * FROM events WHERE ${seqRange(ctx.engine, from, to)} ORDER BY ingest_seq, id`.execute(trx);
       // Their sums in the service only while JavaScript numbers carry them exactly.
-      if (deltasExact(rows.rows)) await applyRollupDeltas(trx, rollupDeltas(rows.rows, 0));
-      else await foldRollups(trx, ctx.engine, from, to);
+      if (deltasExact(rows.rows)) await applyRollupDeltas(trx, rollupDeltas(rows.rows, 0, coarseThrough));
+      else await foldRollups(trx, ctx.engine, from, to, coarseThrough);
       await addUsage(trx, usageIncrements(rows.rows)).execute();
       await writeMessages(trx, ctx, from, to, rows.rows);
     } else if (folded > 0) {
-      await foldRollups(trx, ctx.engine, from, to);
+      await foldRollups(trx, ctx.engine, from, to, coarseThrough);
       await foldUsage(trx, ctx.engine, from, to);
       await writeMessages(trx, ctx, from, to);
     }
     await options.beforeCommit?.();
-    await trx
-      .updateTable('fold_state')
-      .set({ watermark: to, folded_at: ctx.clock.now().getTime() })
-      .where('id', '=', 1)
-      .execute();
+    await trx.updateTable('fold_state').set({ watermark: to, folded_at: now }).where('id', '=', 1).execute();
     return { folded, more, watermark: to };
   });
 }
@@ -270,12 +279,16 @@ function afterMark(engine: Engine, watermark: Seq): RawBuilder<unknown> {
     : sql`ingest_seq >= ${watermark}`;
 }
 
-/** Whether any event is after the watermark. */
-async function hasTail(db: DbOrTrx, engine: Engine): Promise<boolean> {
-  const watermark = await readWatermark(db);
+/**
+ * The watermark when a pass has nothing to do at `now`: no event after the watermark and no
+ * week or month to close; null when it has.
+ */
+async function idleState(db: DbOrTrx, engine: Engine, now: number): Promise<Seq | null> {
+  const { watermark, coarseThrough } = await readFoldState(db);
+  if (coarseThroughAt(now) > coarseThrough) return null;
   const { rows } = await sql<{ one: unknown }>`
     SELECT 1 AS one FROM events WHERE ${afterMark(engine, watermark)} LIMIT 1`.execute(db);
-  return rows.length > 0;
+  return rows.length > 0 ? null : watermark;
 }
 
 /** The tail (events after the watermark) and the age of its oldest event, in one snapshot. */

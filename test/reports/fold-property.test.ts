@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { coarseThroughAt } from '../../src/reports/rollups.js';
 import { foldOnce } from '../../src/tracking/fold.js';
 import { ENGINES } from '../support/engines.js';
 import { createHarness, type Harness } from '../support/harness.js';
@@ -23,7 +24,7 @@ const groupByArb = fc
 
 /**
  * Events go in in steps; after each step the folding stage folds nothing, part of the tail (a
- * random number of events) or all of it. Whatever it folded, every report equals the plain
+ * random number of events) or all of it, on a clock that closes random weeks and months. Whatever it folded, every report equals the plain
  * GROUP BY over the events (DESIGN §11: rollups up to the watermark + the tail + the edges).
  */
 describe.each(ENGINES)('reports at random fold points (%s)', (engine) => {
@@ -47,21 +48,34 @@ describe.each(ENGINES)('reports at random fold points (%s)', (engine) => {
             limit: fc.integer({ min: 1, max: 6 }),
             // Rollups built in the service, or folded in SQL.
             sqlFrom: fc.constantFrom(1, 1000),
+            // The folding stage's clock, days before NOW: the weeks and months that ended by
+            // then get their coarse rows (rollups.ts coarseThroughAt).
+            foldDaysBefore: fc.integer({ min: 0, max: 60 }),
           }),
           { minLength: 1, maxLength: 4 },
         ),
+        // Where the coarse rows of the database start being left to their days' rows, set
+        // back before the run (valid anywhere: a closed bucket's rows stay complete; they are
+        // rebuilt when the stage passes its end again).
+        fc.integer({ min: 0, max: 90 }),
         groupByArb,
         fc.constantFrom(...PERIODS),
         fc.constantFrom('events', 'hours_saved', 'net_saved' as const),
         fc.integer({ min: 0, max: 40 * DAY }),
-        async (steps, groupBy, period, sort, before) => {
+        async (steps, coarseDaysBefore, groupBy, period, sort, before) => {
           h.clock.set(new Date(NOW));
+          await h.ctx.db
+            .updateTable('fold_state')
+            .set({ coarse_through: coarseThroughAt(NOW - coarseDaysBefore * DAY) })
+            .execute();
           const org = await h.createOrg({ plan: 'pro' });
           const ctx = await h.orgCtx(org);
           const events = [];
           for (const step of steps) {
+            h.clock.set(new Date(NOW));
             events.push(...(await seed(ctx, step.events)));
             const { sqlFrom } = step;
+            h.clock.set(new Date(NOW - step.foldDaysBefore * DAY));
             if (step.fold === 'some') await foldOnce(h.ctx, { limit: step.limit, sqlFrom });
             if (step.fold === 'all') await foldOnce(h.ctx, { sqlFrom });
           }

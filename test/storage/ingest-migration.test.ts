@@ -7,7 +7,8 @@ import { getUsage } from '../../src/billing/usage.js';
 import { createOrganization, getOrganization } from '../../src/orgs/organizations.js';
 import type { Dimension, ReportInput } from '../../src/reports/params.js';
 import { buildReport } from '../../src/reports/report.js';
-import { recordRollups } from '../../src/reports/rollups.js';
+import { coarseThroughAt, recordRollups } from '../../src/reports/rollups.js';
+import { readFoldState } from '../../src/storage/snapshot.js';
 import { migrateToLatest, type Db, type Engine, type Storage } from '../../src/storage/db.js';
 import type { EventRow } from '../../src/storage/schema.js';
 import { trackEvent } from '../../src/tracking/track.js';
@@ -144,8 +145,14 @@ describe.each(ENGINES)('migration 0010 on a database with data (%s)', (engine) =
   it('keeps events, rollups, usage and pending deliveries exactly; reports and usage are unchanged', async () => {
     const n = await seedOldData(storage.db);
     const before = await snapshot(storage.db);
+    const migratedFrom = Date.now();
     expect(await migrateToLatest(storage.db)).toContain(FIRST_NEW);
     expect(await snapshot(storage.db)).toEqual(before);
+    // 0013: the old code kept every week's and month's rows, so reports may read them all, up
+    // to the current week (rollups.ts coarseThroughAt).
+    const { coarseThrough } = await readFoldState(storage.db);
+    expect(coarseThrough).toBeGreaterThanOrEqual(coarseThroughAt(migratedFrom));
+    expect(coarseThrough).toBeLessThanOrEqual(coarseThroughAt(Date.now()));
 
     const clock = new ManualClock(new Date(NOW).toISOString());
     const config = loadConfig({ TALLY_LOG_LEVEL: 'silent', TALLY_FOLD_INLINE: 'true' });

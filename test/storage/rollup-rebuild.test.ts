@@ -7,6 +7,8 @@ import * as rollupSumsNumeric from '../../src/storage/migrations/2026_11_24_0011
 import * as rollupFewerRows from '../../src/storage/migrations/2026_11_24_0012_rollup_fewer_rows.js';
 import { SUM_COLUMNS } from '../../src/reports/rollups.js';
 import type { Db } from '../../src/storage/db.js';
+import { readFoldState } from '../../src/storage/snapshot.js';
+import { foldOnce } from '../../src/tracking/fold.js';
 import { lcg, seed, type SeedEvent } from '../reports/seed.js';
 import { unlimited } from '../reports/unlimited.js';
 import { ENGINES } from '../support/engines.js';
@@ -49,6 +51,11 @@ describe.each(ENGINES)('the rollup migrations (%s)', (engine) => {
       }));
       await seed(await h.orgCtx(org), events);
     }
+    // Once the month has ended, the folding stage has closed it: its week and month rows are
+    // kept too (rollups.ts coarseThroughAt), as the migrations build them for every bucket.
+    h.clock.set(new Date(Date.parse('2026-12-05T12:00:00.000Z')));
+    await foldOnce(h.ctx);
+    expect((await readFoldState(h.ctx.db)).coarseThrough).toBe(Date.parse('2026-12-01') / DAY);
     const kept = await rollups(h.ctx.db);
     expect(kept.length).toBeGreaterThan(100);
 

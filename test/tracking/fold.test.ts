@@ -6,7 +6,8 @@ import type { OrgCtx, ServiceCtx } from '../../src/context.js';
 import { createOrganization, getOrganization } from '../../src/orgs/organizations.js';
 import type { Dimension, ReportInput } from '../../src/reports/params.js';
 import { buildReport } from '../../src/reports/report.js';
-import { rollupDeltas, SUM_COLUMNS } from '../../src/reports/rollups.js';
+import { coarseThroughAt, rollupDeltas, SUM_COLUMNS } from '../../src/reports/rollups.js';
+import { readFoldState } from '../../src/storage/snapshot.js';
 import { getUsage } from '../../src/billing/usage.js';
 import { openStorage } from '../../src/storage/db.js';
 import { FoldStage, foldOnce, tailState } from '../../src/tracking/fold.js';
@@ -162,7 +163,10 @@ describe.each(ENGINES)('the folding stage (%s)', (engine) => {
       .selectAll()
       .where('org_id', '=', ctx.org.id)
       .execute();
-    expect(normal(stored as never)).toEqual(normal(rollupDeltas(events, 0) as never));
+    // (Week and month rows of the buckets closed at the pass: rollups.ts coarseThroughAt.)
+    const { coarseThrough } = await readFoldState(h.ctx.db);
+    expect(coarseThrough).toBe(coarseThroughAt(NOW));
+    expect(normal(stored as never)).toEqual(normal(rollupDeltas(events, 0, coarseThrough) as never));
     // Another pass finds nothing.
     expect((await foldOnce(h.ctx)).folded).toBe(0);
     expect((await derived(h.ctx.db, ctx.org.id)).created).toBe(40);
@@ -306,6 +310,72 @@ describe.each(ENGINES)('the folding stage (%s)', (engine) => {
     expect(rows.map((r) => [Number(r.day), Number(r.events)])).toEqual([[day, 1]]);
     await expectExact(ctx);
   });
+  it('keeps week and month rows of ended buckets only, and builds them when the buckets end', async () => {
+    await foldAll(h.ctx);
+    const ctx = await orgWithWebhook();
+    // Friday 20 November 2026: the week of Monday 16 November and the month of November are open.
+    const at = (iso: string) => Date.parse(`${iso}T10:00:00.000Z`);
+    const event = (agent: string, occurredAt: number): SeedEvent => ({
+      agent,
+      taskType: 'dev_bug_fix',
+      outcome: 'success',
+      client: 'k1',
+      occurredAt,
+      agentCost: null,
+    });
+    await seed(ctx, [
+      event('now', at('2026-11-19')),
+      event('now', at('2026-11-20')),
+      event('early', at('2026-11-03')),
+      event('old', at('2026-10-14')),
+    ]);
+    await foldAll(h.ctx, 1);
+    const keys = async (grain: string) =>
+      (
+        await h.ctx.db
+          .selectFrom('report_rollups')
+          .select(['day', 'agent_id', 'events'])
+          .where('org_id', '=', ctx.org.id)
+          .where('grain', '=', grain)
+          .orderBy('day')
+          .execute()
+      ).map(
+        (r) =>
+          `${new Date(Number(r.day) * DAY).toISOString().slice(0, 10)} ${r.agent_id} ${Number(r.events)}`,
+      );
+    const day = Date.parse('2026-11-16') / DAY;
+    expect((await readFoldState(h.ctx.db)).coarseThrough).toBe(day);
+    expect(await keys('agent+task_type+client/week')).toEqual(['2026-10-12 old 1', '2026-11-02 early 1']);
+    expect(await keys('agent+task_type+client/month')).toEqual(['2026-10-01 old 1']);
+    await expectExact(ctx);
+
+    // Wednesday 2 December: the weeks to 1 December and the month of November have ended; a pass
+    // with no events closes them, from their days' rows.
+    h.clock.set(new Date(at('2026-12-02')));
+    expect(await tailState(h.ctx.db, h.ctx.engine)).toMatchObject({ events: 0 });
+    await foldOnce(h.ctx);
+    expect((await readFoldState(h.ctx.db)).coarseThrough).toBe(Date.parse('2026-12-01') / DAY);
+    expect(await keys('agent+task_type+client/week')).toEqual([
+      '2026-10-12 old 1',
+      '2026-11-02 early 1',
+      '2026-11-16 now 2',
+    ]);
+    expect(await keys('agent+task_type+client/month')).toEqual([
+      '2026-10-01 old 1',
+      '2026-11-01 early 1',
+      '2026-11-01 now 2',
+    ]);
+    await expectExact(ctx);
+
+    // A back-dated event folds into its closed week and month; one of this week into its day only.
+    await seed(ctx, [event('now', at('2026-11-18')), event('now', at('2026-12-01'))]);
+    await foldAll(h.ctx);
+    expect(await keys('agent+task_type+client/week')).toContain('2026-11-16 now 3');
+    expect(await keys('agent+task_type+client/month')).toContain('2026-11-01 now 3');
+    expect(await keys('agent+task_type+client/week')).not.toContain('2026-12-01 now 1');
+    await expectExact(ctx);
+    h.clock.set(new Date(NOW));
+  });
 });
 
 describe.each(ENGINES)('two folding stages racing, while tracking goes on (%s)', (engine) => {
@@ -340,6 +410,11 @@ describe.each(ENGINES)('two folding stages racing, while tracking goes on (%s)',
     });
     const errors: unknown[] = [];
     const onError = (e: unknown) => errors.push(e);
+    // The stages' first pass closes the weeks and months before today (rollups.ts
+    // coarseThroughAt); done here, so that the two do not start at the same instant. On SQLite
+    // both connections are in this one process, and one waiting for the other's write lock
+    // (SQLite's busy wait is synchronous) would hold up the event loop the other needs to finish.
+    await foldOnce(ctxA);
     const stages = [
       new FoldStage(ctxA, { idlePollMs: 1, batch: 37, onError }),
       new FoldStage(ctxB, { idlePollMs: 1, batch: 53, onError }),
