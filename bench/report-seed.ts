@@ -110,7 +110,7 @@ export async function seedEvents(
   shape: Shape = 'specialised',
 ): Promise<void> {
   const rand = rng(7);
-  // As the folding stage leaves them at `now`: week and month rows of ended buckets only.
+  // As the folding stage leaves them at `now`: week rows of ended weeks only.
   const coarseThrough = coarseThroughAt(now);
   await db.updateTable('fold_state').set({ coarse_through: coarseThrough }).execute();
   for (let start = 0; start < total; start += ROWS_PER_TRANSACTION) {

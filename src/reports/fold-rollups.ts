@@ -8,7 +8,6 @@ import {
   SUM_COLUMNS,
   grainColumn,
   hasCoarseBuckets,
-  monthsThrough,
   type Bucket,
   type Grain,
 } from './rollups.js';
@@ -18,8 +17,8 @@ import {
  * to the report rollups in the database itself, one INSERT … SELECT … GROUP BY … ON CONFLICT
  * per grain and bucket, instead of building each event's rollup rows in the service and sending
  * them back (a backfill's events rarely share their two- and three-key rows, ~14 per event).
- * The rows are the ones rollupDeltas (rollups.ts) builds with the same `coarseThrough`: day
- * rows, and week and month rows of closed buckets only; the rollup tests compare the two.
+ * The rows are the ones rollupDeltas (rollups.ts) builds with the same `coarseThrough`: day and
+ * month rows, and week rows of closed weeks only; the rollup tests compare the two.
  */
 export async function foldRollups(
   db: DbOrTrx,
@@ -28,11 +27,6 @@ export async function foldRollups(
   to: IngestSeq,
   coarseThrough = Infinity,
 ): Promise<void> {
-  const closedBefore: Record<Bucket, number> = {
-    day: Infinity,
-    week: coarseThrough,
-    month: monthsThrough(coarseThrough),
-  };
   for (const [grain, kept] of Object.entries(GRAINS) as Array<[Grain, readonly string[]]>) {
     const buckets: Bucket[] = hasCoarseBuckets(grain) ? ['day', 'week', 'month'] : ['day'];
     for (const bucket of buckets) {
@@ -40,10 +34,12 @@ export async function foldRollups(
       const taskType = kept.includes('task_type') ? sql`task_type` : sql`''`;
       const client = kept.includes('client') ? sql`COALESCE('c' || client_id, '')` : sql`''`;
       const start = bucketStart(engine, bucket);
-      // Closed buckets only: the first day after them is a bucket boundary, so an event is in
-      // one exactly when its day is before it.
-      const before = closedBefore[bucket];
-      const closed = Number.isFinite(before) ? sql`AND occurred_at < ${before * DAY_MS}` : sql``;
+      // Closed weeks only: `coarseThrough` is the first day of a week, so an event is in one
+      // exactly when its day is before it.
+      const closed =
+        bucket === 'week' && Number.isFinite(coarseThrough)
+          ? sql`AND occurred_at < ${coarseThrough * DAY_MS}`
+          : sql``;
       await sql`
         INSERT INTO report_rollups (org_id, grain, day, agent_id, task_type, client_key, shard, ${COLUMNS})
         SELECT org_id, ${grainColumn(grain, bucket)}, ${start}, ${agent}, ${taskType}, ${client}, 0, ${SUM_VALUES[engine]}
@@ -58,63 +54,49 @@ export async function foldRollups(
 }
 
 /**
- * Closes the coarse buckets that end between two values of `coarseThrough` (rollups.ts
- * coarseThroughAt), in the folding stage's transaction before it folds with the new value: the
- * weeks of [from, to) are built from their days' rows, then the months that ended, from their
- * weeks (a month is exactly its weeks). A bucket's rows are replaced, not added to: a row written
- * before its bucket was kept this way (before migration 0013) held only part of it. One
- * organisation at a time, so that each statement reads a range of the primary key.
+ * Closes the weeks that end between two values of `coarseThrough` (rollups.ts coarseThroughAt),
+ * in the folding stage's transaction before it folds with the new value: their rows are built
+ * from their days' rows, replacing any row they had (written before weeks were kept this way:
+ * migration 0013). One organisation at a time, so that each statement reads a range of the
+ * primary key.
  */
-export async function closeCoarseBuckets(
-  db: DbOrTrx,
-  engine: Engine,
-  from: number,
-  to: number,
-): Promise<void> {
+export async function closeWeeks(db: DbOrTrx, engine: Engine, from: number, to: number): Promise<void> {
   if (!(to > from)) return;
-  const months: [number, number] = [monthsThrough(from), monthsThrough(to)];
   const { rows: orgs } = await sql<{ id: string }>`SELECT id FROM organizations ORDER BY id`.execute(db);
   for (const { id } of orgs) {
     for (const grain of Object.keys(GRAINS) as Grain[]) {
-      if (!hasCoarseBuckets(grain)) continue;
-      await rebuildBuckets(db, engine, id, grain, 'week', [from, to]);
-      if (months[1] > months[0]) await rebuildBuckets(db, engine, id, grain, 'month', months);
+      if (hasCoarseBuckets(grain)) await rebuildWeeks(db, engine, id, grain, from, to);
     }
   }
 }
 
-/**
- * Replaces an organisation's `bucket` rows of a grain whose first day is in [from, to) (bucket
- * boundaries) by the sums of the finer rows they hold: days for a week, weeks for a month.
- */
-async function rebuildBuckets(
+/** Replaces an organisation's week rows of a grain that start in [from, to) by their days' sums. */
+async function rebuildWeeks(
   db: DbOrTrx,
   engine: Engine,
   orgId: string,
   grain: Grain,
-  bucket: 'week' | 'month',
-  [from, to]: [number, number],
+  from: number,
+  to: number,
 ): Promise<void> {
-  const target = grainColumn(grain, bucket);
-  const source = grainColumn(grain, bucket === 'week' ? 'day' : 'week');
   const inRange = (name: string) =>
     sql`org_id = ${orgId} AND grain = ${name} AND day >= ${from} AND day < ${to}`;
-  await sql`DELETE FROM report_rollups WHERE ${inRange(target)}`.execute(db);
+  const week = grainColumn(grain, 'week');
+  await sql`DELETE FROM report_rollups WHERE ${inRange(week)}`.execute(db);
   await sql`
     INSERT INTO report_rollups (org_id, grain, day, agent_id, task_type, client_key, shard, ${COLUMNS})
-    SELECT org_id, ${target}, ${dayBucketStart(engine, bucket)}, agent_id, task_type, client_key, 0, ${RESUMS[engine]}
+    SELECT org_id, ${week}, ${weekOfDay(engine)}, agent_id, task_type, client_key, 0, ${RESUMS[engine]}
     FROM report_rollups
-    WHERE ${inRange(source)}
+    WHERE ${inRange(grain)}
     GROUP BY org_id, 3, agent_id, task_type, client_key`.execute(db);
 }
 
-/** The first epoch day of the bucket of a rollup row's `day` (bucketStart, from a day). */
-function dayBucketStart(engine: Engine, bucket: 'week' | 'month'): RawBuilder<unknown> {
+/** The first epoch day of the week (cut at month ends) of a rollup row's `day` (bucketStart). */
+function weekOfDay(engine: Engine): RawBuilder<unknown> {
   const month =
     engine === 'sqlite'
       ? sql`CAST(julianday(date(day * 86400, 'unixepoch', 'start of month')) - 2440587.5 AS INTEGER)`
       : sql`CAST((date_trunc('month', (DATE '1970-01-01' + CAST(day AS integer))::timestamp)::date - DATE '1970-01-01') AS bigint)`;
-  if (bucket === 'month') return month;
   const monday = sql`(day - ((day + 3) % 7))`;
   return engine === 'sqlite' ? sql`max(${monday}, ${month})` : sql`GREATEST(${monday}, ${month})`;
 }

@@ -161,10 +161,11 @@ export function coverDays(a: number, b: number, levels: readonly Bucket[], empty
 }
 
 /**
- * The cover of the whole days [a, b) by rollup rows that exist: coarse rows only of the buckets
- * closed by `coarseThrough` (rollups.ts coarseThroughAt). The days are cut where months and then
- * weeks stop being kept, and each part is covered with the buckets it may read, so that no
- * piece, not even one taken away at an edge, reaches past its part.
+ * The cover of the whole days [a, b) by rollup rows that exist: week rows only of the weeks
+ * closed by `coarseThrough` (rollups.ts coarseThroughAt). From the month whose weeks are not all
+ * closed on, a report that may read months reads months and days, one that may not (by week)
+ * reads closed weeks and days; each part is covered on its own, so that no piece, not even one
+ * taken away at an edge, reaches past its part.
  */
 function coverKept(
   a: number,
@@ -173,13 +174,12 @@ function coverKept(
   emptyFrom: number,
   coarseThrough: number,
 ): Cover {
-  const monthsFrom = monthsThrough(coarseThrough);
-  const parts: Array<[number, number, readonly Bucket[]]> = [
-    [a, Math.min(b, monthsFrom), levels],
-    [Math.max(a, monthsFrom), Math.min(b, coarseThrough), levels.filter((l) => l !== 'month')],
-    [Math.max(a, coarseThrough), b, ['day']],
-  ];
-  return join(...parts.map(([from, to, kept]) => coverDays(from, to, kept, emptyFrom)));
+  const part = (from: number, to: number, kept: readonly Bucket[]) => coverDays(from, to, kept, emptyFrom);
+  if (levels.includes('month')) {
+    const months = monthsThrough(coarseThrough);
+    return join(part(a, Math.min(b, months), levels), part(Math.max(a, months), b, ['month', 'day']));
+  }
+  return join(part(a, Math.min(b, coarseThrough), levels), part(Math.max(a, coarseThrough), b, ['day']));
 }
 
 /**
@@ -191,7 +191,7 @@ function coverKept(
  * that day's rollup rows minus the raw events before the start. Reports no rollup keeps read
  * raw events for the whole window. With a `watermark`, the rollups' days also read the tail
  * (DESIGN §11); without one, the rollups are taken as holding every event (callers that fold
- * first, and tests of the cover). Week and month rows are read only for the buckets closed by
+ * first, and tests of the cover). Week rows are read only for the weeks closed by
  * `coarseThrough` (fold_state's, read in the same snapshot; by default all of them).
  */
 export function planSources(

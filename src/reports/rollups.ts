@@ -114,21 +114,22 @@ const GRAIN_ENTRIES = (Object.entries(GRAINS) as Array<[Grain, readonly Keyed[]]
 }));
 
 /**
- * The coarse buckets the folding stage keeps (DESIGN §11): a week or month row is written only
- * once its bucket has ended. Until then its days' rows answer for it, so an event of the current
- * week and month writes its eight day rows only, not the six week and month rows beside them
- * (bench:track: half the stage's writes). `coarseThrough`, kept in `fold_state`, is the first day
- * of the week (cut at month ends) that the stage last saw begin: every week that ends by then and
- * every month that ends by the first of its month has complete rows; the stage builds a bucket's
- * rows from its days' rows when it passes its end (fold-rollups.ts closeCoarseBuckets), and
- * back-dated events fold into closed buckets as they come. Reports read a coarse row only when
- * its bucket is closed (plan.ts).
+ * The weeks the folding stage keeps rows of (DESIGN §11): a week row is written only once its
+ * week has ended. Until then its days' rows answer for it, so an event of the current week writes
+ * its eight day rows and four month rows, not the four week rows beside them (a quarter of the
+ * stage's writes). Month rows are kept from the first event on: a window ending today reads the
+ * current month's rows whole, and leaving them to their weeks and days made reports by two or
+ * three keys up to 2.3× slower (bench:reports). `coarseThrough`, kept in `fold_state`, is the
+ * first day of the week (cut at month ends) that the stage last saw begin: every week that ends
+ * by then has complete rows; the stage builds a week's rows from its days' when it passes its end
+ * (fold-rollups.ts closeWeeks), and back-dated events fold into closed weeks as they come.
+ * Reports read a week row only when its week is closed (plan.ts).
  */
 export function coarseThroughAt(nowMs: number): number {
   return bucketAround('week', Math.floor(nowMs / DAY_MS))[0];
 }
 
-/** The first day from which month rows are not kept: the first of the month of `coarseThrough`. */
+/** The first of the month of `coarseThrough`, the month whose weeks are not all closed. */
 export function monthsThrough(coarseThrough: number): number {
   return Number.isFinite(coarseThrough) ? monthStart(coarseThrough) : coarseThrough;
 }
@@ -185,12 +186,11 @@ export function deltasExact(rows: readonly EventRow[]): boolean {
 }
 
 /**
- * The rollup increments of some events, merged by rollup key (one delta per key): day rows, and
- * week and month rows of the buckets closed by `coarseThrough` (coarseThroughAt; by default
- * every bucket).
+ * The rollup increments of some events, merged by rollup key (one delta per key): day and month
+ * rows, and week rows of the weeks closed by `coarseThrough` (coarseThroughAt; by default every
+ * week).
  */
 export function rollupDeltas(rows: readonly EventRow[], shard = 0, coarseThrough = Infinity): RollupDelta[] {
-  const monthsFrom = monthsThrough(coarseThrough);
   // Events with the same keys first (one map entry per event), then each distinct event key
   // into its 16 rollup rows: a batch of similar events builds few rollup keys.
   const events = new Map<
@@ -264,10 +264,10 @@ export function rollupDeltas(rows: readonly EventRow[], shard = 0, coarseThrough
       const taskType = g.taskType ? row.task_type : '';
       const client = g.client ? eventClient : '';
       add(row.org_id, g.grain, day, agentId, taskType, client, outcome, sums);
-      if (g.coarse !== null && day < coarseThrough) {
-        add(row.org_id, g.coarse.week, starts.week, agentId, taskType, client, outcome, sums);
-        if (day < monthsFrom)
-          add(row.org_id, g.coarse.month, starts.month, agentId, taskType, client, outcome, sums);
+      if (g.coarse !== null) {
+        if (day < coarseThrough)
+          add(row.org_id, g.coarse.week, starts.week, agentId, taskType, client, outcome, sums);
+        add(row.org_id, g.coarse.month, starts.month, agentId, taskType, client, outcome, sums);
       }
     }
   }

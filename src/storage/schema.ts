@@ -101,7 +101,7 @@ export interface FoldStateTable {
   id: number;
   watermark: string | number;
   folded_at: number;
-  /** The first day whose week and month rows are not kept yet (rollups.ts coarseThroughAt). */
+  /** The first day whose week rows are not kept yet (rollups.ts coarseThroughAt). */
   coarse_through: number;
 }
 

@@ -31,7 +31,7 @@ export async function readWatermark(db: DbOrTrx): Promise<IngestSeq> {
 
 /**
  * The folding stage's state as a report reads it: the watermark, and the first day whose week
- * and month rollup rows are not kept yet (rollups.ts coarseThroughAt).
+ * rollup rows are not kept yet (rollups.ts coarseThroughAt).
  */
 export async function readFoldState(db: DbOrTrx): Promise<{ watermark: IngestSeq; coarseThrough: number }> {
   const row = await db

@@ -1,7 +1,7 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { ServiceCtx } from '../context.js';
 import { addUsage, usageMonth, type UsageIncrement } from '../billing/usage-counter.js';
-import { closeCoarseBuckets, foldRollups, seqRange } from '../reports/fold-rollups.js';
+import { closeWeeks, foldRollups, seqRange } from '../reports/fold-rollups.js';
 import { applyRollupDeltas, coarseThroughAt, deltasExact, rollupDeltas } from '../reports/rollups.js';
 import {
   isUnavailableError,
@@ -216,12 +216,12 @@ export async function foldOnce(ctx: ServiceCtx, options: FoldOptions = {}): Prom
       .where('id', '=', 1)
       .$if(postgres, (q) => q.forUpdate())
       .executeTakeFirstOrThrow();
-    // The weeks and months that ended since the last pass get their rows first; this pass's
-    // events then add to them like any back-dated event (rollups.ts coarseThroughAt).
+    // The weeks that ended since the last pass get their rows first; this pass's events then
+    // add to them like any back-dated event (rollups.ts coarseThroughAt).
     const closedThrough = Number(state.coarse_through);
     const coarseThrough = Math.max(closedThrough, coarseThroughAt(now));
     if (coarseThrough > closedThrough) {
-      await closeCoarseBuckets(trx, ctx.engine, closedThrough, coarseThrough);
+      await closeWeeks(trx, ctx.engine, closedThrough, coarseThrough);
       await trx
         .updateTable('fold_state')
         .set({ coarse_through: coarseThrough })
@@ -281,7 +281,7 @@ function afterMark(engine: Engine, watermark: Seq): RawBuilder<unknown> {
 
 /**
  * The watermark when a pass has nothing to do at `now`: no event after the watermark and no
- * week or month to close; null when it has.
+ * week to close; null when it has.
  */
 async function idleState(db: DbOrTrx, engine: Engine, now: number): Promise<Seq | null> {
   const { watermark, coarseThrough } = await readFoldState(db);

@@ -1,17 +1,11 @@
 import { sql } from 'kysely';
 import { OUTCOMES } from '../../src/orgs/organizations.js';
-import { DAY_MS, SUMS, monthsThrough, sumColumn } from '../../src/reports/rollups.js';
-import { readFoldState } from '../../src/storage/snapshot.js';
+import { DAY_MS, SUMS, sumColumn } from '../../src/reports/rollups.js';
 import type { DbOrTrx } from '../../src/storage/db.js';
 
 async function count(db: DbOrTrx, query: ReturnType<typeof sql<{ n: unknown }>>): Promise<number> {
   const { rows } = await query.execute(db);
   return Number(rows[0]?.n ?? 0);
-}
-
-/** The first day of the first month whose month rows the folding stage does not keep yet. */
-async function monthsKept(db: DbOrTrx): Promise<number> {
-  return monthsThrough((await readFoldState(db)).coarseThrough);
 }
 
 /** Rolled-up events and usage of an organisation, and its webhook messages by type. */
@@ -21,14 +15,9 @@ export async function derived(db: DbOrTrx, orgId: string) {
       db,
       sql`SELECT COALESCE(SUM(events), 0) AS n FROM report_rollups WHERE org_id = ${orgId} AND grain = 'all'`,
     ),
-    // Each event once in the month rows of the three keys, or, in a month whose rows are not
-    // kept yet (rollups.ts coarseThroughAt), in its day rows.
     rolledUpMonths: await count(
       db,
-      sql`SELECT COALESCE(SUM(events), 0) AS n FROM report_rollups
-          WHERE org_id = ${orgId} AND (
-            (grain = 'agent+task_type+client/month' AND day < ${await monthsKept(db)})
-            OR (grain = 'agent+task_type+client' AND day >= ${await monthsKept(db)}))`,
+      sql`SELECT COALESCE(SUM(events), 0) AS n FROM report_rollups WHERE org_id = ${orgId} AND grain = 'agent+task_type+client/month'`,
     ),
     usage: await count(
       db,

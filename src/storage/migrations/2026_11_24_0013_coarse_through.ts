@@ -3,17 +3,16 @@ import { sql, type Kysely } from 'kysely';
 const DAY_MS = 86_400_000;
 
 /**
- * Week and month rollup rows are kept only for weeks and months that have ended (DESIGN §11,
- * rollups.ts coarseThroughAt): an event of the current week writes its day rows only, and the
- * folding stage builds a week's or a month's rows from its days' when it ends. `fold_state`
- * records how far that has got: every week ending by `coarse_through` (an epoch day, the first
- * of a week cut at month ends) and every month ending by the first of its month has complete
- * rows, and reports read coarse rows of those buckets only.
+ * Week rollup rows are kept only for weeks that have ended (DESIGN §11, rollups.ts
+ * coarseThroughAt): an event of the current week writes no week rows, and the folding stage
+ * builds a week's rows from its days' when it ends. `fold_state` records how far that has got:
+ * every week ending by `coarse_through` (an epoch day, the first of a week cut at month ends) has
+ * complete rows, and reports read week rows of those weeks only.
  *
- * A database with rollups has every bucket's rows complete, so `coarse_through` starts at the
- * current week: reports read exactly what they read before. The rows of the current week and
- * month are rebuilt from their days' rows when they end. An empty database starts at day 0.
- * There is no way down: the code before it would read the current week's partial rows.
+ * A database with rollups has every week's rows complete, so `coarse_through` starts at the
+ * current week: reports read exactly what they read before. The rows of the current week are
+ * rebuilt from its days' rows when it ends. An empty database starts at day 0. There is no way
+ * down: the code before it would read the current week's partial rows.
  */
 export async function up(db: Kysely<any>): Promise<void> {
   await sql`ALTER TABLE fold_state ADD COLUMN coarse_through bigint NOT NULL DEFAULT 0`.execute(db);
