@@ -120,18 +120,30 @@ function rawConditions(
 }
 
 /**
- * SQLite's planner likes to walk events_org_agent to save a sort for GROUP BY agent_id, which
- * reads every event of the organisation in random order; the time index reads only the window.
- * Over a long window an agent or task type filter narrows better through its own index, so the
- * planner keeps those; the partial day at an edge of a window is always read by time.
+ * The events a raw piece reads, and through which index.
+ * - The tail is short (the stage keeps up) and may span the whole window: it is read through
+ *   events_ingest_seq. On PostgreSQL, from a subquery of its own (OFFSET 0 keeps the planner from
+ *   merging it): with statistics older than today's events, PostgreSQL guessed one event in the
+ *   window and walked events_org_occurred, filtering every event of the day (a 24-hour report
+ *   on a day of 70,000 events with 1,000 in the tail: 34 ms for the tail alone, 0.5 ms this way).
+ *   A tail whose watermark the statement reads itself (exports) is left to the planner, which
+ *   then guesses a third of the table and must not be fenced into a scan of it.
+ * - SQLite's planner likes to walk events_org_agent to save a sort for GROUP BY agent_id, which
+ *   reads every event of the organisation in random order; the time index reads only the
+ *   window. Over a long window an agent or task type filter narrows better through its own
+ *   index, so the planner keeps those; the partial day at an edge of a window is always read by
+ *   time.
  */
-function rawIndex(spec: AggregateSpec, source: Exclude<Source, { kind: 'rollup' }>): RawBuilder<unknown> {
-  // The tail is short (the stage keeps up) and may span the whole window.
-  if (source.kind === 'tail') return spec.engine === 'sqlite' ? sql` INDEXED BY events_ingest_seq` : sql``;
+function rawFrom(spec: AggregateSpec, source: Exclude<Source, { kind: 'rollup' }>): RawBuilder<unknown> {
+  if (source.kind === 'tail') {
+    if (spec.engine === 'sqlite') return sql`events INDEXED BY events_ingest_seq`;
+    if (source.watermark === null) return sql`events`;
+    return sql`(SELECT * FROM events WHERE ${tailCondition(spec, source.watermark)} OFFSET 0) AS events`;
+  }
   const { from, to } = source;
   const narrowed = spec.filters.agentId !== undefined || spec.filters.taskType !== undefined;
   const byTime = !narrowed || to - from <= DAY_MS;
-  return spec.engine === 'sqlite' && byTime ? sql` INDEXED BY events_org_occurred` : sql``;
+  return spec.engine === 'sqlite' && byTime ? sql`events INDEXED BY events_org_occurred` : sql`events`;
 }
 
 function sideQuery(spec: AggregateSpec, source: Source): RawBuilder<unknown> {
@@ -144,7 +156,7 @@ function sideQuery(spec: AggregateSpec, source: Source): RawBuilder<unknown> {
   const minus = source.sign === -1 ? sql`-` : sql``;
   if (source.kind !== 'rollup') {
     const where = sql.join(rawConditions(spec, source), sql` AND `);
-    const from = sql`FROM events${rawIndex(spec, source)} WHERE ${where}`;
+    const from = sql`FROM ${rawFrom(spec, source)} WHERE ${where}`;
     const keyed = spec.groupBy.filter((d) => KEYED.includes(d)).length;
     if (keyed >= 2 && spec.sources.some((s) => s.kind === 'rollup')) {
       // An edge of a window the rollups answer, grouped by two or three keys: its few thousand
