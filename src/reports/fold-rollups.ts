@@ -85,20 +85,10 @@ async function rebuildWeeks(
   await sql`DELETE FROM report_rollups WHERE ${inRange(week)}`.execute(db);
   await sql`
     INSERT INTO report_rollups (org_id, grain, day, agent_id, task_type, client_key, shard, ${COLUMNS})
-    SELECT org_id, ${week}, ${weekOfDay(engine)}, agent_id, task_type, client_key, 0, ${RESUMS[engine]}
+    SELECT org_id, ${week}, ${bucketStart(engine, 'week', sql`day`)}, agent_id, task_type, client_key, 0, ${RESUMS[engine]}
     FROM report_rollups
     WHERE ${inRange(grain)}
     GROUP BY org_id, 3, agent_id, task_type, client_key`.execute(db);
-}
-
-/** The first epoch day of the week (cut at month ends) of a rollup row's `day` (bucketStart). */
-function weekOfDay(engine: Engine): RawBuilder<unknown> {
-  const month =
-    engine === 'sqlite'
-      ? sql`CAST(julianday(date(day * 86400, 'unixepoch', 'start of month')) - 2440587.5 AS INTEGER)`
-      : sql`CAST((date_trunc('month', (DATE '1970-01-01' + CAST(day AS integer))::timestamp)::date - DATE '1970-01-01') AS bigint)`;
-  const monday = sql`(day - ((day + 3) % 7))`;
-  return engine === 'sqlite' ? sql`max(${monday}, ${month})` : sql`GREATEST(${monday}, ${month})`;
 }
 
 /** The sums of rollup rows' sums (SQLite: total(), as sumValues says). */
@@ -150,14 +140,20 @@ const SUM_VALUES: Record<Engine, RawBuilder<unknown>> = {
   postgres: sumValues('postgres'),
 };
 
-/** The first epoch day of an event's bucket (bucketAround in rollups.ts, in SQL). */
-function bucketStart(engine: Engine, bucket: Bucket): RawBuilder<unknown> {
-  const day = sql`(occurred_at / 86400000)`;
+/**
+ * The first epoch day of the bucket of an epoch day, by default an event's (bucketAround in
+ * rollups.ts, in SQL); `day` may be a rollup row's, to build its week (closeWeeks).
+ */
+function bucketStart(
+  engine: Engine,
+  bucket: Bucket,
+  day: RawBuilder<unknown> = sql`(occurred_at / 86400000)`,
+): RawBuilder<unknown> {
   if (bucket === 'day') return day;
   const month =
     engine === 'sqlite'
-      ? sql`CAST(julianday(date(occurred_at / 1000, 'unixepoch', 'start of month')) - 2440587.5 AS INTEGER)`
-      : sql`CAST((date_trunc('month', to_timestamp(occurred_at / 1000) AT TIME ZONE 'UTC')::date - DATE '1970-01-01') AS bigint)`;
+      ? sql`CAST(julianday(date(${day} * 86400, 'unixepoch', 'start of month')) - 2440587.5 AS INTEGER)`
+      : sql`CAST((date_trunc('month', (DATE '1970-01-01' + CAST(${day} AS integer))::timestamp)::date - DATE '1970-01-01') AS bigint)`;
   if (bucket === 'month') return month;
   // Epoch day 0 was a Thursday: day − (day + 3) mod 7 is the Monday of its ISO week, cut at the
   // month's first day.

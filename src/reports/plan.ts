@@ -3,7 +3,7 @@ import {
   GRAINS,
   bucketAround,
   hasCoarseBuckets,
-  monthsThrough,
+  monthStart,
   type Bucket,
   type Grain,
   type Keyed,
@@ -176,7 +176,7 @@ function coverKept(
 ): Cover {
   const part = (from: number, to: number, kept: readonly Bucket[]) => coverDays(from, to, kept, emptyFrom);
   if (levels.includes('month')) {
-    const months = monthsThrough(coarseThrough);
+    const months = monthStart(coarseThrough);
     return join(part(a, Math.min(b, months), levels), part(Math.max(a, months), b, ['month', 'day']));
   }
   return join(part(a, Math.min(b, coarseThrough), levels), part(Math.max(a, coarseThrough), b, ['day']));

@@ -96,8 +96,8 @@ interface FoldView {
 
 /**
  * The report's query and meta, planned with the folding stage's state. A `coarseThrough` read
- * before the query's snapshot is as good as one read in it: it only grows, and the coarse rows
- * of a closed bucket stay complete.
+ * before the query's snapshot is as good as one read in it: it only grows, and the rows of a
+ * closed week stay complete.
  */
 async function prepare(ctx: OrgCtx, input: ReportInput, options: ReportOptions, fold: FoldView) {
   const now = ctx.clock.now().getTime();
@@ -182,7 +182,8 @@ export async function* streamReport({
   input: ReportInput;
 }): AsyncGenerator<ReportRow> {
   // One statement (SQLite: into a temporary table; PostgreSQL: a cursor) reads the watermark too.
-  const { coarseThrough } = await readFoldState(ctx.db);
+  // On the read connection (inSnapshot): on a SQLite file the write one waits out folding passes.
+  const { coarseThrough } = await inSnapshot(ctx.db, ctx.engine, readFoldState);
   const { query } = await prepare(ctx, input, {}, { watermark: null, coarseThrough });
   for await (const row of streamRows(ctx.db, ctx.engine, query(false, true)))
     yield toReportRow(input.groupBy, row);

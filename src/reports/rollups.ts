@@ -129,11 +129,6 @@ export function coarseThroughAt(nowMs: number): number {
   return bucketAround('week', Math.floor(nowMs / DAY_MS))[0];
 }
 
-/** The first of the month of `coarseThrough`, the month whose weeks are not all closed. */
-export function monthsThrough(coarseThrough: number): number {
-  return Number.isFinite(coarseThrough) ? monthStart(coarseThrough) : coarseThrough;
-}
-
 /** The first days of the week and month of a day, for the last days seen (a batch has few). */
 const COARSE_STARTS = new Map<number, { week: number; month: number }>();
 

@@ -24,8 +24,9 @@ const groupByArb = fc
 
 /**
  * Events go in in steps; after each step the folding stage folds nothing, part of the tail (a
- * random number of events) or all of it, on a clock that closes random weeks and months. Whatever it folded, every report equals the plain
- * GROUP BY over the events (DESIGN §11: rollups up to the watermark + the tail + the edges).
+ * random number of events) or all of it, on a clock that closes random weeks. Whatever it
+ * folded, every report equals the plain GROUP BY over the events (DESIGN §11: rollups up to the
+ * watermark + the tail + the edges).
  */
 describe.each(ENGINES)('reports at random fold points (%s)', (engine) => {
   let h: Harness;
@@ -48,15 +49,15 @@ describe.each(ENGINES)('reports at random fold points (%s)', (engine) => {
             limit: fc.integer({ min: 1, max: 6 }),
             // Rollups built in the service, or folded in SQL.
             sqlFrom: fc.constantFrom(1, 1000),
-            // The folding stage's clock, days before NOW: the weeks and months that ended by
-            // then get their coarse rows (rollups.ts coarseThroughAt).
+            // The folding stage's clock, days before NOW: the weeks that ended by then get their
+            // week rows (rollups.ts coarseThroughAt).
             foldDaysBefore: fc.integer({ min: 0, max: 60 }),
           }),
           { minLength: 1, maxLength: 4 },
         ),
-        // Where the coarse rows of the database start being left to their days' rows, set
-        // back before the run (valid anywhere: a closed bucket's rows stay complete; they are
-        // rebuilt when the stage passes its end again).
+        // Where the week rows of the database start being left to their days' rows, set back
+        // before the run (valid anywhere: a closed week's rows stay complete; they are rebuilt
+        // when the stage passes its end again).
         fc.integer({ min: 0, max: 90 }),
         groupByArb,
         fc.constantFrom(...PERIODS),

@@ -51,8 +51,8 @@ describe.each(ENGINES)('the rollup migrations (%s)', (engine) => {
       }));
       await seed(await h.orgCtx(org), events);
     }
-    // Once the month has ended, the folding stage has closed it: its week and month rows are
-    // kept too (rollups.ts coarseThroughAt), as the migrations build them for every bucket.
+    // Once the weeks of the events have ended, the folding stage has closed them: their week
+    // rows are kept too (rollups.ts coarseThroughAt), as the migrations build them for every week.
     h.clock.set(new Date(Date.parse('2026-12-05T12:00:00.000Z')));
     await foldOnce(h.ctx);
     expect((await readFoldState(h.ctx.db)).coarseThrough).toBe(Date.parse('2026-12-01') / DAY);

@@ -410,7 +410,7 @@ describe.each(ENGINES)('two folding stages racing, while tracking goes on (%s)',
     });
     const errors: unknown[] = [];
     const onError = (e: unknown) => errors.push(e);
-    // The stages' first pass closes the weeks and months before today (rollups.ts
+    // The stages' first pass closes the weeks before today (rollups.ts
     // coarseThroughAt); done here, so that the two do not start at the same instant. On SQLite
     // both connections are in this one process, and one waiting for the other's write lock
     // (SQLite's busy wait is synchronous) would hold up the event loop the other needs to finish.
