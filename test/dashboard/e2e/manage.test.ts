@@ -141,6 +141,8 @@ describe('managing the organisation from the dashboard in Chromium', { timeout: 
     );
     await page.goto(`/dashboard/webhooks/${hook?.id ?? ''}`);
     await page.getByRole('button', { name: 'Send test ping' }).click();
+    // The click submits a form: reloading before its answer arrives races that navigation.
+    await expect.poll(() => page.getByRole('status').first().textContent()).toContain('Test ping');
     await worker.runOnce();
     await page.reload();
     const attempt = (await tableRows(page, 'details.delivery >> nth=0 >> table'))[0] ?? [];
