@@ -130,11 +130,10 @@ function rawConditions(
  *   an index by organisation when the planner estimates it so.
  *   A tail whose watermark the statement reads itself (exports) is left to the planner, which
  *   then guesses a third of the table and must not be fenced into a scan of it.
- * - SQLite's planner likes to walk events_org_agent to save a sort for GROUP BY agent_id, which
- *   reads every event of the organisation in random order; the time index reads only the
- *   window. Over a long window an agent or task type filter narrows better through its own
- *   index, so the planner keeps those; the partial day at an edge of a window is always read by
- *   time.
+ * - SQLite reads a window by time (events_org_occurred): left to itself, its planner may walk
+ *   the organisation's events by id to save a sort, reading all of them. (The events have no
+ *   index by agent or task type since migration 0014: a filter by either narrows inside the
+ *   window.)
  */
 function rawFrom(spec: AggregateSpec, source: Exclude<Source, { kind: 'rollup' }>): RawBuilder<unknown> {
   if (source.kind === 'tail') {
@@ -142,10 +141,7 @@ function rawFrom(spec: AggregateSpec, source: Exclude<Source, { kind: 'rollup' }
     if (source.watermark === null) return sql`events`;
     return sql`(SELECT * FROM events WHERE org_id = ${spec.orgId} AND ${tailCondition(spec, source.watermark)} OFFSET 0) AS events`;
   }
-  const { from, to } = source;
-  const narrowed = spec.filters.agentId !== undefined || spec.filters.taskType !== undefined;
-  const byTime = !narrowed || to - from <= DAY_MS;
-  return spec.engine === 'sqlite' && byTime ? sql`events INDEXED BY events_org_occurred` : sql`events`;
+  return spec.engine === 'sqlite' ? sql`events INDEXED BY events_org_occurred` : sql`events`;
 }
 
 function sideQuery(spec: AggregateSpec, source: Source): RawBuilder<unknown> {

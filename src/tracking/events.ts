@@ -62,8 +62,22 @@ export interface ListEventsInput {
   cursor?: string;
 }
 
-/** Newest first; the cursor is the id of the last event of the previous page. */
+/**
+ * Newest first; the cursor is the id of the last event of the previous page. The events have no
+ * index by agent, task type, client or outcome (migration 0014): a filtered page walks the
+ * organisation's events newest first until it is full. An agent the organisation never tracked
+ * (the `agents` table, written with its first event) answers an empty page without that walk.
+ */
 export async function listEvents({ ctx, input }: { ctx: OrgCtx; input: ListEventsInput }) {
+  if (input.agentId !== undefined) {
+    const known = await ctx.db
+      .selectFrom('agents')
+      .select('agent_id')
+      .where('org_id', '=', ctx.org.id)
+      .where('agent_id', '=', input.agentId)
+      .executeTakeFirst();
+    if (known === undefined) return { data: [], next_cursor: null };
+  }
   let query = ctx.db.selectFrom('events').selectAll().where('org_id', '=', ctx.org.id);
   if (input.agentId !== undefined) query = query.where('agent_id', '=', input.agentId);
   if (input.taskType !== undefined) query = query.where('task_type', '=', input.taskType);

@@ -243,8 +243,18 @@ describe.each(ENGINES)('GET /v1/events (%s)', (engine) => {
     expect(byType.map((e: { event_id: string }) => e.event_id)).toEqual([ids[5], ids[3], ids[1]]);
     const byAgent = (await list('agent_id=batch-agent-1')).json().data;
     expect(byAgent.map((e: { event_id: string }) => e.event_id)).toEqual([ids[4], ids[1]]);
+    // An agent this organisation never tracked, though another one did: an empty page.
+    const elsewhere = await h.request({
+      method: 'POST',
+      url: '/v1/track',
+      payload: { ...event(0), agent_id: 'agent-of-another-org' },
+    });
+    expect(elsewhere.statusCode).toBe(201);
+    expect((await list('agent_id=agent-of-another-org')).json()).toEqual({ data: [], next_cursor: null });
 
-    expect((await h.request({ method: 'GET', url: '/v1/events' })).json().data).toEqual([]);
+    expect((await h.request({ method: 'GET', url: '/v1/events' })).json().data).toEqual([
+      expect.objectContaining({ agent_id: 'agent-of-another-org' }),
+    ]);
     const foreign = await h.request({ method: 'GET', url: `/v1/events/${ids[0]}` });
     expect(foreign.statusCode).toBe(404);
     expect(foreign.json().error.code).toBe('not_found');

@@ -1,0 +1,31 @@
+import { sql, type Kysely } from 'kysely';
+
+/**
+ * Drops the events' indexes by agent and by task type (DESIGN §11, README "Ingest"). Reports no
+ * longer read them: they read rollups, the tail by `ingest_seq` and the window's edges by
+ * `occurred_at`. What they cost was ingest: every event lands at a random place in each of them
+ * (one of an organisation's agents, one of its task types), so a batch of tracked events
+ * dirtied about one page of each per event, and every commit wrote those pages. Measured with
+ * `npm run bench:track` (folding stage off, so only the request path counts): SQLite 28.8 % →
+ * 41.0 % of the bare endpoint, PostgreSQL 18.4 % → 23.5 %.
+ *
+ * The event list filtered by agent or task type now walks the organisation's events newest
+ * first (`events_org_id`), as the filters by client and outcome always did.
+ */
+export async function up(db: Kysely<any>): Promise<void> {
+  await sql`DROP INDEX IF EXISTS events_org_agent`.execute(db);
+  await sql`DROP INDEX IF EXISTS events_org_task_type`.execute(db);
+}
+
+export async function down(db: Kysely<any>): Promise<void> {
+  await db.schema
+    .createIndex('events_org_agent')
+    .on('events')
+    .columns(['org_id', 'agent_id', 'id'])
+    .execute();
+  await db.schema
+    .createIndex('events_org_task_type')
+    .on('events')
+    .columns(['org_id', 'task_type', 'id'])
+    .execute();
+}
