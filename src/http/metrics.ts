@@ -1,9 +1,9 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
-/** The folding stage's tail as /metrics reads it (fold.ts tailState, with the service's clock). */
+/** The folding stage's tail as /metrics reads it (fold.ts TailMeter, with the service's clock). */
 export interface FoldTail {
   events: number;
-  /** Seconds since the oldest event of the tail was received; 0 when the tail is empty. */
+  /** Seconds since the first event of the tail (in commit order) was received; 0 when it is empty. */
   lagSeconds: number;
 }
 
@@ -36,8 +36,17 @@ export function createMetrics(
     registers: [registry],
   });
   if (foldTail) {
-    // A scrape while the database is away leaves the last values.
-    const read = () => foldTail().catch(() => null);
+    // A scrape while the database is away leaves the last values. Both gauges of one scrape
+    // share one read (prom-client collects them side by side).
+    let reading: Promise<FoldTail | null> | null = null;
+    const read = () => {
+      reading ??= foldTail()
+        .catch(() => null)
+        .finally(() => {
+          reading = null;
+        });
+      return reading;
+    };
     new Gauge({
       name: 'tally_fold_tail_events',
       help: 'Events committed but not folded into rollups, usage and webhook messages yet (DESIGN §11).',
@@ -49,7 +58,7 @@ export function createMetrics(
     });
     new Gauge({
       name: 'tally_fold_lag_seconds',
-      help: 'Age of the oldest event not folded yet, in seconds; 0 when the folding stage has caught up.',
+      help: 'Age of the next event to fold (the first of the tail in commit order), in seconds; 0 when the folding stage has caught up.',
       registers: [registry],
       async collect() {
         const tail = await read();

@@ -10,7 +10,7 @@ import { handleError, sendError } from './errors.js';
 import { clientErrorHandler, frameworkErrors, registerInputGuard } from './input-guard.js';
 import { createMetrics } from './metrics.js';
 import { SWAGGER_OPTIONS } from './openapi.js';
-import { foldErrorCounts, tailState } from '../tracking/fold.js';
+import { TailMeter, foldErrorCounts } from '../tracking/fold.js';
 import { registerServiceRoutes } from './service-routes.js';
 import { registerTrackingRoutes } from '../tracking/routes.js';
 import { registerSettingsRoutes } from '../settings/routes.js';
@@ -77,15 +77,11 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
   registerInputGuard(app);
 
   app.decorate('tally', deps);
+  const tailMeter = new TailMeter(deps.storage.db, deps.storage.engine, () => deps.clock.now().getTime());
   app.decorate(
     'metrics',
     createMetrics(
-      async () => {
-        const tail = await tailState(deps.storage.db, deps.storage.engine);
-        const age =
-          tail.oldestReceivedAt === null ? 0 : (deps.clock.now().getTime() - tail.oldestReceivedAt) / 1000;
-        return { events: tail.events, lagSeconds: Math.max(0, age) };
-      },
+      () => tailMeter.read(),
       () => foldErrorCounts(deps.storage.db),
     ),
   );

@@ -10,7 +10,7 @@ import { coarseThroughAt, rollupDeltas, SUM_COLUMNS } from '../../src/reports/ro
 import { readFoldState } from '../../src/storage/snapshot.js';
 import { getUsage } from '../../src/billing/usage.js';
 import { openStorage } from '../../src/storage/db.js';
-import { FoldStage, foldOnce, tailState } from '../../src/tracking/fold.js';
+import { FoldStage, TailMeter, foldOnce, tailState } from '../../src/tracking/fold.js';
 import { trackEvent } from '../../src/tracking/track.js';
 import { createWebhook } from '../../src/webhooks/subscriptions.js';
 import { expectedRows, type Dim } from '../reports/reference.js';
@@ -237,6 +237,32 @@ describe.each(ENGINES)('the folding stage (%s)', (engine) => {
     await foldAll(h.ctx);
     expect(await metric('tally_fold_tail_events')).toBe(0);
     expect(await metric('tally_fold_lag_seconds')).toBe(0);
+    h.clock.set(new Date(NOW));
+  });
+
+  it('/metrics recounts a long tail only every few seconds, and reads the lag from its head', async () => {
+    await foldAll(h.ctx);
+    const ctx = await orgWithWebhook();
+    const meter = new TailMeter(h.ctx.db, h.ctx.engine, () => h.clock.now().getTime(), {
+      countAlways: 2,
+      recountMs: 5_000,
+    });
+    expect(await meter.read()).toEqual({ events: 0, lagSeconds: 0 });
+    await seed(ctx, randomEvents(5, 3));
+    h.clock.set(new Date(NOW + 1_000));
+    expect(await meter.read()).toEqual({ events: 3, lagSeconds: 1 });
+    // Longer than countAlways: the count of a second ago stands; the lag is read each time.
+    h.clock.set(new Date(NOW + 2_000));
+    await seed(ctx, randomEvents(6, 2));
+    h.clock.set(new Date(NOW + 4_000));
+    expect(await meter.read()).toEqual({ events: 3, lagSeconds: 4 });
+    h.clock.set(new Date(NOW + 6_000));
+    expect(await meter.read()).toEqual({ events: 5, lagSeconds: 6 });
+    // An empty tail shows at once, and the next tail is counted at once.
+    await foldAll(h.ctx);
+    expect(await meter.read()).toEqual({ events: 0, lagSeconds: 0 });
+    await seed(ctx, randomEvents(7, 1));
+    expect(await meter.read()).toEqual({ events: 1, lagSeconds: 0 });
     h.clock.set(new Date(NOW));
   });
 
