@@ -1,7 +1,8 @@
 /**
  * npm run bench:track — loads POST /v1/track (50 connections, 10 s, ~300-byte body, no
  * idempotency key) on SQLite and PostgreSQL, and a bare Fastify JSON endpoint for reference,
- * each server in its own process. Prints req/s, p50 and p99 and the ratio to the reference.
+ * each server in its own process. Prints req/s, p50, p99 and max latency and the ratio to the
+ * reference.
  * For Tally it also prints what the folding stage does under that load (DESIGN §11): the
  * largest tail seen (`tally_fold_tail_events`, sampled from /metrics during the load), how long
  * the tail takes to empty once the load ends, and a report's latency under the load against
@@ -64,6 +65,7 @@ async function load(port: number, apiKey: string) {
     rps: result.requests.average,
     p50: result.latency.p50,
     p99: result.latency.p99,
+    max: result.latency.max,
     non2xx: result.non2xx,
     errors: result.errors,
   };
@@ -158,11 +160,11 @@ const results: Record<string, Awaited<ReturnType<typeof run>>> = {};
 let port = 18_080;
 for (const kind of kinds) results[kind] = await run(kind, port++);
 const reference = results.reference?.rps;
-console.log('target        req/s     p50 ms  p99 ms  non-2xx  errors  vs reference');
+console.log('target        req/s     p50 ms  p99 ms  max ms  non-2xx  errors  vs reference');
 for (const [kind, r] of Object.entries(results)) {
   const ratio = reference ? `${((r.rps / reference) * 100).toFixed(1)}%` : '-';
   console.log(
-    `${kind.padEnd(12)} ${r.rps.toFixed(0).padStart(7)}  ${String(r.p50).padStart(7)}  ${String(r.p99).padStart(6)}  ${String(r.non2xx).padStart(7)}  ${String(r.errors).padStart(6)}  ${ratio}`,
+    `${kind.padEnd(12)} ${r.rps.toFixed(0).padStart(7)}  ${String(r.p50).padStart(7)}  ${String(r.p99).padStart(6)}  ${String(r.max).padStart(6)}  ${String(r.non2xx).padStart(7)}  ${String(r.errors).padStart(6)}  ${ratio}`,
   );
 }
 console.log(`\nThe folding stage under that load; report: GET ${REPORT_PATH}`);
