@@ -64,7 +64,7 @@ export interface FoldOptions {
   /** At most this many events (default FOLD_BATCH). */
   limit?: number;
   /** Tests: runs in the pass's transaction after its writes, before the watermark moves. */
-  beforeCommit?: () => Promise<void> | void;
+  beforeCommit?: (trx: DbOrTrx) => Promise<void> | void;
   /** From this many events on, the rollups and usage are folded in SQL (default SQL_FROM). */
   sqlFrom?: number;
 }
@@ -266,7 +266,7 @@ export async function foldOnce(ctx: ServiceCtx, options: FoldOptions = {}): Prom
       await foldUsage(trx, ctx.engine, from, to);
       await writeMessages(trx, ctx, from, to);
     }
-    await options.beforeCommit?.();
+    await options.beforeCommit?.(trx);
     await trx.updateTable('fold_state').set({ watermark: to, folded_at: now }).where('id', '=', 1).execute();
     return { folded, more, watermark: to };
   });
@@ -398,6 +398,15 @@ export interface FoldErrorCounts {
   failed: number;
 }
 
+/**
+ * A statement the database cancelled for its timeout (PostgreSQL `statement_timeout`, 57014), or
+ * one the client stopped waiting for (storage/db.ts boundQueries).
+ */
+function isTimeoutError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === '57014' || code === 'TALLY_DB_TIMEOUT';
+}
+
 /** The wait after the first failed pass; it doubles with each further one, up to the most. */
 export const FOLD_RETRY = { firstMs: 1_000, mostMs: 60_000 } as const;
 
@@ -453,6 +462,8 @@ export class FoldStage {
   private queue: Promise<unknown> = Promise.resolve();
   private readonly idlePollMs: number;
   private readonly batch: number;
+  /** The events the next pass may take: `batch`, or less after passes that timed out. */
+  private limit: number;
   private readonly onError: (error: unknown) => void;
   private readonly onRecover: (failures: number) => void;
   private readonly failures: FoldFailures;
@@ -464,6 +475,7 @@ export class FoldStage {
   ) {
     this.idlePollMs = options.idlePollMs ?? 100;
     this.batch = options.batch ?? FOLD_BATCH[ctx.engine];
+    this.limit = this.batch;
     this.onError = options.onError ?? (() => undefined);
     this.onRecover = options.onRecover ?? (() => undefined);
     this.failures = new FoldFailures(options.retry ?? FOLD_RETRY);
@@ -475,9 +487,23 @@ export class FoldStage {
     return { ...this.failures.counts };
   }
 
-  /** One pass, after the passes already asked of this process. */
+  /**
+   * One pass, after the passes already asked of this process. A pass that outlasts the database's
+   * statement timeout would do so again at every retry, and the stage would fold nothing while
+   * the tail grows: after a timed-out pass the next ones take half as many events (down to one
+   * transaction's), and the full `batch` again once a pass finds the tail folded.
+   */
   foldNow(options: FoldOptions = {}): Promise<FoldResult> {
-    const pass = this.queue.then(() => this.runPass({ limit: this.batch, ...options }));
+    const pass = this.queue.then(async () => {
+      try {
+        const result = await this.runPass({ limit: this.limit, ...options });
+        if (!result.more) this.limit = this.batch;
+        return result;
+      } catch (error) {
+        if (isTimeoutError(error)) this.limit = Math.max(1, Math.floor(this.limit / 2));
+        throw error;
+      }
+    });
     this.queue = pass.catch(() => undefined);
     return pass;
   }

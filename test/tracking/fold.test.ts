@@ -220,6 +220,51 @@ describe.each(ENGINES)('the folding stage (%s)', (engine) => {
     await expectExact(ctx);
   });
 
+  // PostgreSQL only: SQLite has no statement timeout. Defined for PostgreSQL only rather than
+  // skipped.
+  (engine === 'postgres' ? it : () => undefined)(
+    'after a pass that outlasts the statement timeout, the stage takes half as many events, then all again once caught up',
+    async () => {
+      await foldAll(h.ctx);
+      const ctx = await orgWithWebhook();
+      await seed(ctx, randomEvents(9, 6));
+      await untilFoldable(h.ctx);
+      const limits: number[] = [];
+      const stage = new FoldStage(h.ctx, {
+        batch: 8,
+        // A pass asked for more than 2 events runs into a real statement timeout (57014).
+        runPass: (pass) => {
+          limits.push(pass.limit);
+          return foldOnce(h.ctx, {
+            ...pass,
+            sqlFrom: 1,
+            beforeCommit: async (trx) => {
+              if (pass.limit <= 2) return;
+              await sql`SET LOCAL statement_timeout = 50`.execute(trx);
+              await sql`SELECT pg_sleep(1)`.execute(trx);
+            },
+          });
+        },
+      });
+      const codes: unknown[] = [];
+      let passes = 0;
+      for (; passes < 20; passes++) {
+        const result = await stage.foldNow().catch((error: { code?: unknown }) => {
+          codes.push(error.code);
+          return null;
+        });
+        if (result !== null && !result.more) break;
+      }
+      expect(codes).toEqual(['57014', '57014']);
+      expect(limits).toEqual([8, 4, 2, 2, 2]);
+      expect(await derived(h.ctx.db, ctx.org.id)).toMatchObject({ rolledUp: 6, usage: 6, created: 6 });
+      await expectExact(ctx);
+      // Caught up: the next pass may take the whole batch again.
+      await stage.foldNow();
+      expect(limits.at(-1)).toBe(8);
+    },
+  );
+
   it('/metrics shows the tail length and the fold lag', async () => {
     await foldAll(h.ctx);
     const ctx = await orgWithWebhook();
