@@ -60,7 +60,11 @@ export class FoldThread {
 
   /** One pass in the thread, while this process's write connection waits for it. */
   async run(options: FoldOptions & { limit: number }): Promise<FoldResult> {
-    if (options.beforeCommit !== undefined || options.sqlFrom !== undefined) {
+    if (
+      options.beforeCommit !== undefined ||
+      options.sqlFrom !== undefined ||
+      options.messageChunk !== undefined
+    ) {
       throw new Error('the folding thread takes a limit only');
     }
     await this.start();

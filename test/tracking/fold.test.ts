@@ -265,6 +265,30 @@ describe.each(ENGINES)('the folding stage (%s)', (engine) => {
     },
   );
 
+  it('a large pass writes the webhook messages of its events a chunk at a time, each once', async () => {
+    await foldAll(h.ctx);
+    const ctx = await orgWithWebhook();
+    const stored = await seed(ctx, randomEvents(10, 7));
+    await untilFoldable(h.ctx);
+    const result = await foldOnce(h.ctx, { sqlFrom: 1, messageChunk: 2 });
+    expect(result).toMatchObject({ folded: 7, more: false });
+    const agents = new Set(stored.map((e) => e.agent_id));
+    expect(await derived(h.ctx.db, ctx.org.id)).toEqual({
+      rolledUp: 7,
+      rolledUpMonths: 7,
+      usage: 7,
+      created: 7,
+      createdEvents: 7,
+      firsts: agents.size,
+    });
+    const { rows } = await sql<{ payload: string }>`
+      SELECT payload FROM webhook_messages WHERE org_id = ${ctx.org.id} AND type = 'event.created'`.execute(
+      h.ctx.db,
+    );
+    const ids = rows.map((r) => (JSON.parse(r.payload) as { event_id: string }).event_id).sort();
+    expect(ids).toEqual(stored.map((e) => e.event_id).sort());
+  });
+
   it('/metrics shows the tail length and the fold lag', async () => {
     await foldAll(h.ctx);
     const ctx = await orgWithWebhook();
