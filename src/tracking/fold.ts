@@ -349,25 +349,22 @@ function readTail(
   });
 }
 
-/** The tail's length, and when the event the stage folds next was received (readTail). */
-export async function tailState(
-  db: DbOrTrx,
-  engine: Engine,
-): Promise<{ events: number; headReceivedAt: number | null }> {
-  const tail = await readTail(db, engine, true);
-  return { events: tail.events ?? 0, headReceivedAt: tail.headReceivedAt };
+/** The tail's length, counted (readTail). */
+export async function tailState(db: DbOrTrx, engine: Engine): Promise<{ events: number }> {
+  return { events: (await readTail(db, engine, true)).events ?? 0 };
 }
 
 /** A tail up to `countAlways` events is counted at every scrape; a longer one every `recountMs`. */
 export const TAIL_RECOUNT = { countAlways: 10_000, recountMs: 5_000 } as const;
 
 /**
- * What /metrics reads of the tail at each scrape (`tally_fold_tail_events`, `tally_fold_lag_seconds`):
- * the lag from the head of the tail, every time; the length counted every time while it is
- * short, and at most every `recountMs` of the service's clock once it passed `countAlways`
- * (TAIL_RECOUNT; the last count shows meanwhile, and an empty tail shows 0 at once). Counting a long tail at every scrape slowed the stage it measures:
- * `bench:ingest`, which reads /metrics every 100 ms after its load, took 183 s for its
- * PostgreSQL stage to catch up, against 115 s when it read every 2 s.
+ * What /metrics reads of the tail at each scrape (`tally_fold_tail_events`,
+ * `tally_fold_lag_seconds`): the lag from the head of the tail, every time; the length counted
+ * every time while it is short, and at most every `recountMs` of the service's clock once it
+ * passed `countAlways` (TAIL_RECOUNT; the last count shows meanwhile, and an empty tail shows 0
+ * at once). Counting a long tail at every scrape slowed the stage it measures: `bench:ingest`,
+ * which reads /metrics every 100 ms after its load, took 183 s for its PostgreSQL stage to catch
+ * up, against 115 s when it read every 2 s.
  */
 export class TailMeter {
   private last: { events: number; at: number } | null = null;
@@ -388,7 +385,7 @@ export class TailMeter {
     if (tail.headReceivedAt === null) this.last = null;
     else if (tail.events !== null) this.last = { events: tail.events, at };
     const lagSeconds = tail.headReceivedAt === null ? 0 : Math.max(0, (at - tail.headReceivedAt) / 1000);
-    return { events: tail.headReceivedAt === null ? 0 : (this.last?.events ?? 0), lagSeconds };
+    return { events: this.last?.events ?? 0, lagSeconds };
   }
 }
 
