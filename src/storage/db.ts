@@ -14,6 +14,7 @@ import {
 } from 'kysely';
 import pg from 'pg';
 import { DEFAULT_DATABASE_TIMEOUTS, type DatabaseTimeouts } from '../config.js';
+import { attachEventsFile, eventsFilePath, EVENTS_SCHEMA, moveToEventsFile } from './events-file.js';
 import { migrations } from './migrations/index.js';
 import type { Database } from './schema.js';
 
@@ -89,6 +90,8 @@ export function openStorage(url: string, options: OpenOptions = {}): Storage {
     database.pragma('synchronous = NORMAL');
     // 64 MiB of page cache (the default is 2 MiB): reports read many rollup and event pages.
     database.pragma('cache_size = -65536');
+    // The tables a track request writes, in a file of their own (storage/events-file.ts).
+    attachEventsFile(database, path);
     const db = new Kysely<Database>({
       dialect: new SqliteDialect({ database: withStatementCache(database) }),
     });
@@ -109,16 +112,31 @@ export function openStorage(url: string, options: OpenOptions = {}): Storage {
     const readerDatabase = new SQLite(path);
     readerDatabase.pragma(`busy_timeout = ${timeouts.busyTimeoutMs}`);
     readerDatabase.pragma('cache_size = -65536');
+    attachEventsFile(readerDatabase, path);
     readerDatabase.pragma('query_only = ON');
     const reader = new Kysely<Database>({
       dialect: new SqliteDialect({ database: withStatementCache(readerDatabase) }),
     });
     sqliteReaders.set(db, reader);
+    // A third connection for track batches (tracking/batcher.ts). They write the events file
+    // only, so they commit while a folding pass holds the main file's write lock; on the first
+    // connection they would queue behind the pass, which holds that connection (fold-thread.ts).
+    const trackDatabase = new SQLite(path);
+    trackDatabase.pragma(`busy_timeout = ${timeouts.busyTimeoutMs}`);
+    trackDatabase.pragma('cache_size = -65536');
+    attachEventsFile(trackDatabase, path);
+    trackDatabase.pragma(`wal_autocheckpoint = ${BACKSTOP_CHECKPOINT_PAGES}`);
+    const tracker = new Kysely<Database>({
+      dialect: new SqliteDialect({ database: withStatementCache(trackDatabase) }),
+    });
+    sqliteHandles.set(tracker.getExecutor().adapter, trackDatabase);
+    sqliteTrackWriters.set(db, tracker);
     return {
       engine: 'sqlite',
       db,
       close: async () => {
         await checkpointer.terminate();
+        await tracker.destroy();
         await reader.destroy();
         await db.destroy();
       },
@@ -187,12 +205,19 @@ export function startCheckpointer(path: string): Worker {
     const Database = require(workerData.driver);
     const database = new Database(workerData.path);
     database.pragma('busy_timeout = 0');
+    database.prepare('ATTACH DATABASE ? AS ' + workerData.schema).run(workerData.events);
     setInterval(() => {
       try { database.pragma('wal_checkpoint(PASSIVE)'); } catch {}
     }, workerData.everyMs);`;
   const worker = new Worker(source, {
     eval: true,
-    workerData: { driver: require.resolve('better-sqlite3'), path, everyMs: CHECKPOINT_EVERY_MS },
+    workerData: {
+      driver: require.resolve('better-sqlite3'),
+      path,
+      events: eventsFilePath(path),
+      schema: EVENTS_SCHEMA,
+      everyMs: CHECKPOINT_EVERY_MS,
+    },
   });
   // A thread that could not open the file (or died) leaves the backstop to checkpoint; its
   // error must not reach the process as an unhandled 'error' event.
@@ -211,6 +236,17 @@ const sqliteReaders = new WeakMap<DbOrTrx, Kysely<Database>>();
 export function snapshotReader(db: DbOrTrx): Kysely<Database> | null {
   if (db.isTransaction) return null;
   return sqliteReaders.get(db) ?? null;
+}
+
+/** The track connection of each SQLite file database (see openStorage). */
+const sqliteTrackWriters = new WeakMap<Db, Db>();
+
+/**
+ * The database track batches commit on: a SQLite file's track connection, which writes the
+ * events file alone (storage/events-file.ts); `db` itself elsewhere.
+ */
+export function trackWriter(db: Db): Db {
+  return sqliteTrackWriters.get(db) ?? db;
 }
 
 /** The better-sqlite3 handle behind each SQLite Kysely (its transactions share the adapter). */
@@ -356,9 +392,13 @@ export async function migrateStorage(
  * advisory lock per schema makes concurrent starts wait for each other.
  */
 export async function migrateToLatest(db: Db): Promise<string[]> {
+  let applied: string[] | null = null;
   for (let attempt = 1; ; attempt++) {
     try {
-      return await migrateOnce(db);
+      applied ??= await migrateOnce(db);
+      // SQLite: the tables a track request writes live in the events file (events-file.ts).
+      await moveToEventsFile(db);
+      return applied;
     } catch (error) {
       // SQLite: another process migrating the same file wrote after this one's transaction read,
       // which SQLite refuses at once ("database is locked"; busy_timeout does not wait there).

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { snapshotReader, type DbOrTrx, type Engine } from './db.js';
 
 /** A position in commit order (fold.ts): xid8 as text on PostgreSQL, a number on SQLite. */
@@ -18,9 +19,17 @@ export async function inSnapshot<T>(
   if (db.isTransaction) return fn(db);
   // SQLite: on the read connection, when the database has one (a file).
   const begin = (snapshotReader(db) ?? db).transaction();
-  const tx =
-    engine === 'postgres' ? begin.setIsolationLevel('repeatable read').setAccessMode('read only') : begin;
-  return tx.execute(fn);
+  if (engine === 'postgres') {
+    return begin.setIsolationLevel('repeatable read').setAccessMode('read only').execute(fn);
+  }
+  // SQLite takes a file's snapshot at the transaction's first read of it: the main file (the
+  // watermark, rollups and usage) first, then the events file (storage/events-file.ts). Every
+  // event the main file's watermark counts as folded committed before it, so the events read
+  // after it hold them all, and the tail after the watermark is exactly what is not folded.
+  return begin.execute(async (trx) => {
+    await sql`SELECT watermark FROM main.fold_state`.execute(trx);
+    return fn(trx);
+  });
 }
 
 /** The folding stage's watermark: events with `ingest_seq >= watermark` are not folded yet. */

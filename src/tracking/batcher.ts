@@ -1,5 +1,5 @@
 import { PostgresAdapter } from 'kysely';
-import { isUnavailableError, type Db } from '../storage/db.js';
+import { isUnavailableError, trackWriter, type Db } from '../storage/db.js';
 import type { TrackJob, TrackResult } from './job.js';
 import { processBatch } from './pipeline.js';
 
@@ -117,7 +117,8 @@ export function batcherFor(db: Db): TrackBatcher {
   if (!batcher) {
     // PostgreSQL: a few transactions overlap, so one waiting on its commit does not idle the rest.
     const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
-    batcher = new TrackBatcher(db, postgres ? 3 : 1);
+    // A SQLite file: on its track connection, which writes the events file only (events-file.ts).
+    batcher = new TrackBatcher(trackWriter(db), postgres ? 3 : 1);
     batchers.set(db, batcher);
   }
   return batcher;

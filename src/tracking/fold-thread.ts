@@ -37,11 +37,12 @@ export class FoldThreadError extends Error {
  * a pass in the main thread kept tracking's JSON parsing, validation and HTTP work waiting for
  * the pass's SQL, on one core; in a thread, the two run side by side.
  *
- * SQLite has one writer at a time, so while the thread folds, the main thread holds its own write
- * connection (Kysely's connection lock) without using it: track batches queue for it exactly as
- * they did behind an in-process pass, and none of them meets the thread's write lock (which
- * would block the event loop in SQLite's busy wait). A pass is asked for after the batches that
- * queued during the last one, in turn, as before.
+ * SQLite has one writer per file. A pass writes the main file; track batches write the events
+ * file on a connection of their own (storage/events-file.ts), so they commit while the thread
+ * folds. The rest of the main thread's writes (webhook deliveries, settings, keys) are in the
+ * main file: while the thread folds, the main thread holds its own write connection (Kysely's
+ * connection lock) without using it, so they queue for it and none of them meets the thread's
+ * write lock (which would block the event loop in SQLite's busy wait).
  *
  * The thread starts with the service (start), or else with the first pass, and again after it
  * dies; a pass under way when it dies fails (and is retried by the stage: its transaction never

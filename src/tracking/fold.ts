@@ -577,13 +577,17 @@ export class FoldStage {
       // After a pass that emptied the tail, the stage waits before the next one:
       // - PostgreSQL: idlePollMs, whatever the pass took, so that it keeps up with any rate it
       //   can fold (tracking commits while a pass folds).
-      // - SQLite: as long as the pass took, at least idlePollMs. One writer: tracking waits while
-      //   a pass writes, so it gets at least half of the writer, and under a backfill the tail
+      // - SQLite: as long as the pass took, at least idlePollMs. One writer per file: the main
+      //   thread's other writes wait while a pass writes, so they get at least half of the
+      //   writer (tracking writes the events file and waits for no pass since the split,
+      //   storage/events-file.ts; waiting idlePollMs instead was measured after it: the same
+      //   req/s, the tail halved, a report under load no faster), and under a backfill the tail
       //   and the passes grow, which makes each event cheaper to fold (a commit writes each
       //   rollup page it touched once): on 200,000 random events, 164 µs per event in passes of
       //   2,000, 57 µs in passes of 20,000. bench:ingest went from 13 % to 20 % of its floor.
-      //   Waiting twice as long as the pass was measured and not kept: bench:track rose from
-      //   6,549–6,859 to 7,206–8,379 req/s and its p99 fell from ~150 ms to 15–47 ms, but only
+      //   Before the split, waiting twice as long as the pass was measured and not kept:
+      //   bench:track rose from 6,549–6,859 to 7,206–8,379 req/s and its p99 fell from ~150 ms
+      //   to 15–47 ms, but only
       //   because fewer requests met a pass: the passes doubled, so the slowest request waited
       //   489–576 ms instead of 193–208 ms, and a report under the load took 3.2× its idle time
       //   instead of 1.8×.
@@ -592,8 +596,8 @@ export class FoldStage {
       const wait = this.ctx.engine === 'sqlite' ? Math.max(this.idlePollMs, passMs) : this.idlePollMs;
       if (!this.running) break;
       if (result?.more) {
-        // A backlog: the next pass at once, but after the track batches that queued behind this
-        // one (they wait for the connection; a pass taken straight away would go first).
+        // A backlog: the next pass at once, but after the writes that queued behind this one
+        // (they wait for the connection; a pass taken straight away would go first).
         if (this.ctx.engine === 'sqlite') await new Promise((resolve) => setImmediate(resolve));
         continue;
       }

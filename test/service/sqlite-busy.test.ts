@@ -11,7 +11,7 @@ import { tempFile } from '../support/temp.js';
 const TRACK = { agent_id: 'bot-1', task_type: 'support_ticket_reply', outcome: 'success' };
 
 describe('a SQLite database locked by another process', () => {
-  it('answers 503 with Retry-After, in bounded time, while another process holds the write lock; 201 once it is gone', async () => {
+  it("answers 503 with Retry-After, in bounded time, while another process holds the events file's write lock; 201 once it is gone", async () => {
     const file = tempFile('tally-busy-', 't.db');
     const config = loadConfig({ TALLY_LOG_LEVEL: 'silent', TALLY_SQLITE_BUSY_TIMEOUT_MS: '100' });
     const storage = openStorage(`sqlite:${file}`, { timeouts: config.database });
@@ -23,8 +23,9 @@ describe('a SQLite database locked by another process', () => {
       { storage, config, clock, rateLimiter: new MemoryRateLimiter() },
       { logger: false },
     );
-    // Another process holds the write lock (an exclusive transaction it does not end).
-    const other = new SQLite(file);
+    // Another process holds the write lock of the events file, which a track request writes
+    // (storage/events-file.ts): an exclusive transaction it does not end.
+    const other = new SQLite(`${file}-events`);
     other.pragma('busy_timeout = 5000');
     const track = () =>
       app.inject({
@@ -49,6 +50,42 @@ describe('a SQLite database locked by another process', () => {
       other.exec('ROLLBACK');
       const free = await track();
       expect(free.statusCode).toBe(201);
+    } finally {
+      other.close();
+      await app.close();
+      await storage.close();
+    }
+  });
+
+  it("commits a track request while another process holds the main file's write lock, as a folding pass does", async () => {
+    const file = tempFile('tally-busy-', 't.db');
+    const config = loadConfig({ TALLY_LOG_LEVEL: 'silent', TALLY_SQLITE_BUSY_TIMEOUT_MS: '100' });
+    const storage = openStorage(`sqlite:${file}`, { timeouts: config.database });
+    await migrateToLatest(storage.db);
+    const clock = new ManualClock('2026-11-20T12:00:00.000Z');
+    const ctx = { db: storage.db, engine: storage.engine, clock, config };
+    const { api_key: apiKey } = await createOrganization({ ctx, input: { name: 'Acme', plan: 'pro' } });
+    const app = await buildApp(
+      { storage, config, clock, rateLimiter: new MemoryRateLimiter() },
+      { logger: false },
+    );
+    const other = new SQLite(file);
+    try {
+      other.exec('BEGIN IMMEDIATE');
+      other.exec('UPDATE fold_state SET folded_at = folded_at');
+      const response = await app.inject({
+        method: 'POST',
+        url: '/v1/track',
+        headers: { authorization: `Bearer ${apiKey}` },
+        payload: TRACK,
+      });
+      expect(response.statusCode).toBe(201);
+      // Committed: another connection reads it while the main file is still locked.
+      const reader = new SQLite(`${file}-events`, { readonly: true });
+      const stored = reader.prepare('SELECT agent_id FROM events WHERE id = ?').get(response.json().event_id);
+      reader.close();
+      expect(stored).toEqual({ agent_id: 'bot-1' });
+      other.exec('ROLLBACK');
     } finally {
       other.close();
       await app.close();

@@ -7,12 +7,17 @@ import { ENGINES } from '../support/engines.js';
 
 const MIGRATION = '2026_11_24_0014_events_fewer_indexes';
 
-/** The names of the events table's indexes, sorted (primary key included on PostgreSQL). */
+/**
+ * The names of the events table's indexes, sorted (primary key included on PostgreSQL); on SQLite
+ * in either file (storage/events-file.ts).
+ */
 async function eventIndexes(db: Db, engine: Engine): Promise<string[]> {
   const { rows } =
     engine === 'sqlite'
       ? await sql<{ name: string }>`
-          SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events'`.execute(db)
+          SELECT name FROM main.sqlite_master WHERE type = 'index' AND tbl_name = 'events'
+          UNION ALL
+          SELECT name FROM ingest.sqlite_master WHERE type = 'index' AND tbl_name = 'events'`.execute(db)
       : await sql<{ name: string }>`
           SELECT indexname AS name FROM pg_indexes
           WHERE schemaname = current_schema() AND tablename = 'events'`.execute(db);

@@ -16,7 +16,8 @@ describe.each(ENGINES)('group commit isolates an event the database refuses (%s)
   beforeAll(async () => {
     h = await createHarness(engine, { plan: 'enterprise' });
     if (engine === 'sqlite') {
-      await sql`CREATE TRIGGER poison BEFORE INSERT ON events WHEN NEW.agent_id = 'poison-bot'
+      // In the events file, which holds the events (storage/events-file.ts).
+      await sql`CREATE TRIGGER ingest.poison BEFORE INSERT ON events WHEN NEW.agent_id = 'poison-bot'
         BEGIN SELECT RAISE(ABORT, 'poisoned event'); END`.execute(h.storage.db);
     } else {
       await sql`CREATE FUNCTION poison() RETURNS trigger LANGUAGE plpgsql AS $$

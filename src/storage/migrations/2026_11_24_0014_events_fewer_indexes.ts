@@ -1,4 +1,5 @@
-import { sql, type Kysely } from 'kysely';
+import { SqliteAdapter, sql, type Kysely } from 'kysely';
+import { schemaOfTable } from '../events-file.js';
 
 /**
  * Drops the events' indexes by agent and by task type (DESIGN §11, README "Ingest"). Reports no
@@ -18,14 +19,10 @@ export async function up(db: Kysely<any>): Promise<void> {
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
-  await db.schema
-    .createIndex('events_org_agent')
-    .on('events')
-    .columns(['org_id', 'agent_id', 'id'])
-    .execute();
-  await db.schema
-    .createIndex('events_org_task_type')
-    .on('events')
-    .columns(['org_id', 'task_type', 'id'])
-    .execute();
+  // SQLite names the schema on the index, in the file that holds the events now
+  // (storage/events-file.ts); Kysely's builder would put it on the table.
+  const schema =
+    db.getExecutor().adapter instanceof SqliteAdapter ? `${await schemaOfTable(db, 'events')}.` : '';
+  await sql.raw(`CREATE INDEX ${schema}events_org_agent ON events (org_id, agent_id, id)`).execute(db);
+  await sql.raw(`CREATE INDEX ${schema}events_org_task_type ON events (org_id, task_type, id)`).execute(db);
 }
