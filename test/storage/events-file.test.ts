@@ -10,9 +10,12 @@ import { migrateToLatest, openStorage, type Db, type Storage } from '../../src/s
 import { EVENTS_FILE_TABLES, moveToEventsFile } from '../../src/storage/events-file.js';
 import { migrations } from '../../src/storage/migrations/index.js';
 import { inSnapshot, readWatermark } from '../../src/storage/snapshot.js';
+import { foldOnce, tailState } from '../../src/tracking/fold.js';
 import { trackEvent } from '../../src/tracking/track.js';
+import { createWebhook } from '../../src/webhooks/subscriptions.js';
 import { createTestStorage, ENGINES } from '../support/engines.js';
 import { tempFile } from '../support/temp.js';
+import { expectFoldedOnce } from '../tracking/folded-once.js';
 
 /**
  * SQLite keeps what a track request writes (events, agents, idempotency keys) in a file of its
@@ -167,6 +170,53 @@ describe('the events file (sqlite)', () => {
       );
     } finally {
       await again.close();
+    }
+  });
+
+  it('tracks while a pass holds the main file: the pass folds what it read, the next one the rest, each once', async () => {
+    const storage = await createTestStorage('sqlite', { file: tempFile('tally-split-', 'pass.db') });
+    try {
+      const config = {
+        ...loadConfig({ TALLY_LOG_LEVEL: 'silent', TALLY_WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }),
+        foldInline: false,
+      };
+      const ctx = {
+        db: storage.db,
+        engine: storage.engine,
+        clock: new ManualClock('2026-11-20T12:00:00.000Z'),
+        config,
+      };
+      const created = await createOrganization({ ctx, input: { name: 'Pass', plan: 'enterprise' } });
+      const org: OrgCtx = {
+        ...ctx,
+        org: await getOrganization({ ctx, id: created.org.id }),
+        actorKeyId: null,
+      };
+      await createWebhook({
+        ctx: org,
+        input: { url: 'http://127.0.0.1:9/hook', event_types: ['event.created', 'agent.first_event'] },
+      });
+      const agents = ['a', 'b', 'c'];
+      const track = (i: number) =>
+        trackEvent({
+          ctx: org,
+          idempotencyKey: null,
+          input: { agent_id: agents[i % 3] as string, task_type: 'support_ticket_reply', outcome: 'success' },
+        });
+      for (let i = 0; i < 5; i++) await track(i);
+      const first = await foldOnce(ctx, {
+        // The pass holds the main file's write lock and the write connection: tracking commits
+        // to the events file meanwhile (with one file it would wait for the pass to end).
+        beforeCommit: async () => {
+          await Promise.all([5, 6, 7, 8, 9].map(track));
+        },
+      });
+      expect(first.folded).toBe(5);
+      expect((await tailState(storage.db, 'sqlite')).events).toBe(5);
+      expect((await foldOnce(ctx)).folded).toBe(5);
+      await expectFoldedOnce(storage.db, 'sqlite', agents);
+    } finally {
+      await storage.destroy();
     }
   });
 
