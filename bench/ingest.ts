@@ -9,7 +9,11 @@
  *   the events table's columns and indexes (a freshly migrated database's `events`), one
  *   transaction per 500 rows, from this process; half of its rows go in before the load and half
  *   after, so a slow spell of the machine weighs on both sides of the ratio;
- * - the time from the end of the load until the fold lag (/metrics) is back under 1 s.
+ * - the time from the end of the load until the fold lag (/metrics) is back under 1 s;
+ * - the latency of a read on the write connection (GET /v1/task-types, which reads the
+ *   organisation's custom task types there), every 200 ms from the start of the load until the
+ *   lag is back under 1 s: on SQLite a folding pass holds that connection (fold-thread.ts), so
+ *   such requests wait for the pass under way.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -166,6 +170,20 @@ async function runEngine(engine: 'sqlite' | 'postgres', port: number) {
   let next = 0;
   let failed = 0;
   let maxTail = 0;
+  // A read on the write connection, timed on a connection of its own while the stage is busy.
+  const prober = new Pool(`http://127.0.0.1:${port}`, { connections: 1 });
+  const reads: number[] = [];
+  let probing = true;
+  const probe = (async () => {
+    while (probing) {
+      const t0 = performance.now();
+      const res = await prober.request({ method: 'GET', path: '/v1/task-types', headers });
+      await res.body.arrayBuffer();
+      if (res.statusCode !== 200) throw new Error(`GET /v1/task-types answered ${res.statusCode}`);
+      reads.push(performance.now() - t0);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  })();
   const started = performance.now();
   const worker = async () => {
     while (next < TOTAL) {
@@ -207,6 +225,9 @@ async function runEngine(engine: 'sqlite' | 'postgres', port: number) {
     if (performance.now() - loadEnd > 1_800_000) break;
     await new Promise((r) => setTimeout(r, 100));
   }
+  probing = false;
+  await probe;
+  await prober.close();
   await api.close();
   server.child.kill('SIGTERM');
   await new Promise((r) => server.child.once('exit', r));
@@ -221,18 +242,25 @@ async function runEngine(engine: 'sqlite' | 'postgres', port: number) {
     maxTail: Math.max(maxTail, endTail),
     endTail,
     caughtUp,
+    reads: reads.sort((a, b) => a - b),
   };
 }
+
+/** The q-quantile of sorted `values`. */
+const quantile = (values: number[], q: number) =>
+  values[Math.min(values.length - 1, Math.floor(q * values.length))] ?? NaN;
 
 const engines = (process.env.BENCH_ENGINES ?? 'sqlite,postgres').split(',') as Array<'sqlite' | 'postgres'>;
 console.log(
   `POST /v1/track/batch: ${TOTAL.toLocaleString('en')} events, ${PER_REQUEST} per request, ${IN_FLIGHT} requests in flight, occurred_at over 89 days`,
 );
-console.log('engine     events/s   floor/s  vs floor  failed  tail max  tail at end  lag < 1 s after');
+console.log(
+  'engine     events/s   floor/s  vs floor  failed  tail max  tail at end  lag < 1 s after  read on the write connection p50 / p99 / max',
+);
 let port = 18_180;
 for (const engine of engines) {
   const r = await runEngine(engine, port++);
   console.log(
-    `${engine.padEnd(9)} ${r.rate.toFixed(0).padStart(9)} ${r.floor.toFixed(0).padStart(9)} ${`${((r.rate / r.floor) * 100).toFixed(1)}%`.padStart(9)} ${String(r.failed).padStart(7)} ${String(r.maxTail).padStart(9)} ${String(r.endTail).padStart(12)} ${`${r.caughtUp.toFixed(1)} s`.padStart(16)}`,
+    `${engine.padEnd(9)} ${r.rate.toFixed(0).padStart(9)} ${r.floor.toFixed(0).padStart(9)} ${`${((r.rate / r.floor) * 100).toFixed(1)}%`.padStart(9)} ${String(r.failed).padStart(7)} ${String(r.maxTail).padStart(9)} ${String(r.endTail).padStart(12)} ${`${r.caughtUp.toFixed(1)} s`.padStart(16)}  ${[0.5, 0.99, 1].map((q) => `${quantile(r.reads, q).toFixed(0)} ms`).join(' / ')} (${r.reads.length} reads)`,
   );
 }
