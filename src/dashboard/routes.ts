@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { OrgCtx } from '../context.js';
 import { serviceCtx } from '../http/app-types.js';
 import { AppError } from '../errors.js';
+import { readDb } from '../storage/db.js';
 import { unstorableIssues } from '../http/storable.js';
 import { loadAssets } from './assets.js';
 import { html } from './html.js';
@@ -48,12 +49,13 @@ export function fields(form: Form, name: string): string[] {
 /** Sign-in attempts per client address and second (the rate limiter's window). */
 const SIGN_IN_ATTEMPTS_PER_SECOND = 5;
 
+/** A page's verb context; a GET reads on the read connection, as the API's do (http/app-types.ts orgCtx). */
 export function dashboardCtx(app: FastifyInstance, request: FastifyRequest): OrgCtx {
   const session = request.dashboardSession;
   if (!session) throw new AppError('missing_authorization', 'Sign in first.');
   const { storage, clock, config } = app.tally;
   return {
-    db: storage.db,
+    db: request.method === 'GET' ? readDb(storage.db) : storage.db,
     engine: storage.engine,
     clock,
     config,

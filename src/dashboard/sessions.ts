@@ -3,6 +3,7 @@ import type { ServiceCtx } from '../context.js';
 import { AppError } from '../errors.js';
 import { authenticate } from '../orgs/api-keys.js';
 import { getOrganization, type Organization } from '../orgs/organizations.js';
+import { readDb } from '../storage/db.js';
 
 export const IDLE_TIMEOUT_MS = 60 * 60_000;
 export const ABSOLUTE_TIMEOUT_MS = 12 * 60 * 60_000;
@@ -76,7 +77,10 @@ export async function resumeSession({
 }): Promise<{ session: DashboardSession } | { ended: SessionEnd }> {
   if (token === undefined || token === '' || token.length > 200) return { ended: 'none' };
   const id = tokenHash(token);
-  const row = await ctx.db
+  // Read on the read connection (a SQLite file's): a page does not wait for a folding pass
+  // holding the write connection; the occasional touch below does.
+  const reads = { ...ctx, db: readDb(ctx.db) };
+  const row = await reads.db
     .selectFrom('dashboard_sessions')
     .innerJoin('api_keys', 'api_keys.id', 'dashboard_sessions.key_id')
     .select([
@@ -107,7 +111,7 @@ export async function resumeSession({
       .where('id', '=', id)
       .execute();
   }
-  const org = await getOrganization({ ctx, id: row.org_id });
+  const org = await getOrganization({ ctx: reads, id: row.org_id });
   return {
     session: { id, org, keyId: row.key_id, csrfToken: row.csrf_token, flash: row.flash },
   };

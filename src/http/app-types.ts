@@ -5,7 +5,7 @@ import type { OrgCtx, ServiceCtx } from '../context.js';
 import { AppError } from '../errors.js';
 import type { PlanName } from '../billing/plans.js';
 import type { Authenticated } from '../orgs/api-keys.js';
-import type { Storage } from '../storage/db.js';
+import { readDb, type Storage } from '../storage/db.js';
 import type { RateLimiter } from './rate-limit.js';
 import type { Metrics } from './metrics.js';
 
@@ -40,11 +40,16 @@ export function serviceCtx(deps: AppDeps): ServiceCtx {
   return { db: deps.storage.db, engine: deps.storage.engine, clock: deps.clock, config: deps.config };
 }
 
-/** The verb context of an authenticated request. */
+/**
+ * The verb context of an authenticated request. A GET reads on the read connection of a SQLite
+ * file (storage/db.ts readDb), so that it does not wait for a folding pass holding the write
+ * connection; other methods write, on the write connection.
+ */
 export function orgCtx(app: FastifyInstance, request: FastifyRequest): OrgCtx {
   const auth = request.auth;
   if (!auth) throw new AppError('missing_authorization', 'Send Authorization: Bearer <API key>.');
   // Built field by field (every request makes one): spreads cost more on this path.
   const { storage, clock, config } = app.tally;
-  return { db: storage.db, engine: storage.engine, clock, config, org: auth.org, actorKeyId: auth.keyId };
+  const db = request.method === 'GET' ? readDb(storage.db) : storage.db;
+  return { db, engine: storage.engine, clock, config, org: auth.org, actorKeyId: auth.keyId };
 }

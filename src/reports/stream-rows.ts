@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { CompiledQuery, sql, type Compilable } from 'kysely';
-import { selectArrays, type DbOrTrx, type Engine } from '../storage/db.js';
+import { selectArrays, writerOf, type DbOrTrx, type Engine } from '../storage/db.js';
 
 /** Rows per SQLite page and per PostgreSQL FETCH. */
 export const PAGE_ROWS = 2000;
@@ -20,6 +20,8 @@ export async function* streamRows(
 ): AsyncGenerator<unknown[]> {
   const compiled = query.compile();
   if (engine === 'sqlite') {
+    // The temporary table lives on the write connection (the read connection writes nothing).
+    db = writerOf(db);
     const name = `tally_export_${randomBytes(6).toString('hex')}`;
     const table = sql.table(`temp.${name}`);
     await db.executeQuery({ ...compiled, sql: `CREATE TEMP TABLE ${name} AS ${compiled.sql}` });

@@ -118,6 +118,7 @@ export function openStorage(url: string, options: OpenOptions = {}): Storage {
       dialect: new SqliteDialect({ database: withStatementCache(readerDatabase) }),
     });
     sqliteReaders.set(db, reader);
+    sqliteWriters.set(reader, db);
     // A third connection for track batches (tracking/batcher.ts). They write the events file
     // only, so they commit while a folding pass holds the main file's write lock; on the first
     // connection they would queue behind the pass, which holds that connection (fold-thread.ts).
@@ -236,6 +237,23 @@ const sqliteReaders = new WeakMap<DbOrTrx, Kysely<Database>>();
 export function snapshotReader(db: DbOrTrx): Kysely<Database> | null {
   if (db.isTransaction) return null;
   return sqliteReaders.get(db) ?? null;
+}
+
+/** The write connection behind each SQLite read connection. */
+const sqliteWriters = new WeakMap<DbOrTrx, Db>();
+
+/**
+ * The database to read on outside a transaction: a SQLite file's read connection, which never
+ * waits for the write connection (a folding pass holds that for up to seconds, fold-thread.ts);
+ * `db` itself elsewhere. Only for reads: the read connection refuses any write.
+ */
+export function readDb(db: DbOrTrx): DbOrTrx {
+  return sqliteReaders.get(db) ?? db;
+}
+
+/** The write connection of `db` when it is a SQLite read connection; `db` itself otherwise. */
+export function writerOf(db: DbOrTrx): DbOrTrx {
+  return sqliteWriters.get(db) ?? db;
 }
 
 /** The track connection of each SQLite file database (see openStorage). */
