@@ -10,10 +10,10 @@
  *   transaction per 500 rows, from this process; half of its rows go in before the load and half
  *   after, so a slow spell of the machine weighs on both sides of the ratio;
  * - the time from the end of the load until the fold lag (/metrics) is back under 1 s;
- * - the latency of a read on the write connection (GET /v1/task-types, which reads the
- *   organisation's custom task types there), every 200 ms from the start of the load until the
- *   lag is back under 1 s: on SQLite a folding pass holds that connection (fold-thread.ts), so
- *   such requests wait for the pass under way.
+ * - the latency of a read (GET /v1/task-types, which reads the organisation's custom task
+ *   types), every 200 ms from the start of the load until the lag is back under 1 s. On SQLite a
+ *   folding pass holds the write connection for seconds (fold-thread.ts): a read there waits for
+ *   the pass under way; API and dashboard reads use the read connection (http/app-types.ts).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -170,7 +170,7 @@ async function runEngine(engine: 'sqlite' | 'postgres', port: number) {
   let next = 0;
   let failed = 0;
   let maxTail = 0;
-  // A read on the write connection, timed on a connection of its own while the stage is busy.
+  // A read, timed on an HTTP connection of its own while the stage is busy.
   const prober = new Pool(`http://127.0.0.1:${port}`, { connections: 1 });
   const reads: number[] = [];
   let probing = true;
@@ -255,7 +255,7 @@ console.log(
   `POST /v1/track/batch: ${TOTAL.toLocaleString('en')} events, ${PER_REQUEST} per request, ${IN_FLIGHT} requests in flight, occurred_at over 89 days`,
 );
 console.log(
-  'engine     events/s   floor/s  vs floor  failed  tail max  tail at end  lag < 1 s after  read on the write connection p50 / p99 / max',
+  'engine     events/s   floor/s  vs floor  failed  tail max  tail at end  lag < 1 s after  a read p50 / p99 / max',
 );
 let port = 18_180;
 for (const engine of engines) {
