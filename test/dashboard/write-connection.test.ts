@@ -6,6 +6,7 @@ import { MemoryRateLimiter } from '../../src/http/rate-limit.js';
 import { buildApp } from '../../src/http/server.js';
 import { createOrganization } from '../../src/orgs/organizations.js';
 import { migrateToLatest, openStorage, type Storage } from '../../src/storage/db.js';
+import { settled, TIMED_OUT } from '../support/settled.js';
 import { tempFile } from '../support/temp.js';
 import { cookieOf, ORIGIN } from './support.js';
 
@@ -14,16 +15,6 @@ import { cookieOf, ORIGIN } from './support.js';
  * (tracking/fold-thread.ts). Pages and API reads read on the read connection, so they answer
  * meanwhile (SQLite only: PostgreSQL has a pool, and a database in memory has one connection).
  */
-const TIMED_OUT = Symbol('timed out');
-
-function settled<T>(promise: Promise<T>): Promise<T | typeof TIMED_OUT> {
-  let timer: NodeJS.Timeout | undefined;
-  const limit = new Promise<typeof TIMED_OUT>((resolve) => {
-    timer = setTimeout(() => resolve(TIMED_OUT), 5_000);
-  });
-  return Promise.race([promise, limit]).finally(() => clearTimeout(timer));
-}
-
 describe('reads while the write connection is held (sqlite file)', () => {
   let storage: Storage;
   let app: FastifyInstance;

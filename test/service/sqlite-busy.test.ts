@@ -10,19 +10,25 @@ import { tempFile } from '../support/temp.js';
 
 const TRACK = { agent_id: 'bot-1', task_type: 'support_ticket_reply', outcome: 'success' };
 
+/** Tally on a fresh SQLite file whose writes wait 100 ms for another process's lock. */
+async function start() {
+  const file = tempFile('tally-busy-', 't.db');
+  const config = loadConfig({ TALLY_LOG_LEVEL: 'silent', TALLY_SQLITE_BUSY_TIMEOUT_MS: '100' });
+  const storage = openStorage(`sqlite:${file}`, { timeouts: config.database });
+  await migrateToLatest(storage.db);
+  const clock = new ManualClock('2026-11-20T12:00:00.000Z');
+  const ctx = { db: storage.db, engine: storage.engine, clock, config };
+  const { api_key: apiKey } = await createOrganization({ ctx, input: { name: 'Acme', plan: 'pro' } });
+  const app = await buildApp(
+    { storage, config, clock, rateLimiter: new MemoryRateLimiter() },
+    { logger: false },
+  );
+  return { file, storage, app, apiKey };
+}
+
 describe('a SQLite database locked by another process', () => {
   it("answers 503 with Retry-After, in bounded time, while another process holds the events file's write lock; 201 once it is gone", async () => {
-    const file = tempFile('tally-busy-', 't.db');
-    const config = loadConfig({ TALLY_LOG_LEVEL: 'silent', TALLY_SQLITE_BUSY_TIMEOUT_MS: '100' });
-    const storage = openStorage(`sqlite:${file}`, { timeouts: config.database });
-    await migrateToLatest(storage.db);
-    const clock = new ManualClock('2026-11-20T12:00:00.000Z');
-    const ctx = { db: storage.db, engine: storage.engine, clock, config };
-    const { api_key: apiKey } = await createOrganization({ ctx, input: { name: 'Acme', plan: 'pro' } });
-    const app = await buildApp(
-      { storage, config, clock, rateLimiter: new MemoryRateLimiter() },
-      { logger: false },
-    );
+    const { file, storage, app, apiKey } = await start();
     // Another process holds the write lock of the events file, which a track request writes
     // (storage/events-file.ts): an exclusive transaction it does not end.
     const other = new SQLite(`${file}-events`);
@@ -58,17 +64,7 @@ describe('a SQLite database locked by another process', () => {
   });
 
   it("commits a track request while another process holds the main file's write lock, as a folding pass does", async () => {
-    const file = tempFile('tally-busy-', 't.db');
-    const config = loadConfig({ TALLY_LOG_LEVEL: 'silent', TALLY_SQLITE_BUSY_TIMEOUT_MS: '100' });
-    const storage = openStorage(`sqlite:${file}`, { timeouts: config.database });
-    await migrateToLatest(storage.db);
-    const clock = new ManualClock('2026-11-20T12:00:00.000Z');
-    const ctx = { db: storage.db, engine: storage.engine, clock, config };
-    const { api_key: apiKey } = await createOrganization({ ctx, input: { name: 'Acme', plan: 'pro' } });
-    const app = await buildApp(
-      { storage, config, clock, rateLimiter: new MemoryRateLimiter() },
-      { logger: false },
-    );
+    const { file, storage, app, apiKey } = await start();
     const other = new SQLite(file);
     try {
       other.exec('BEGIN IMMEDIATE');

@@ -10,6 +10,7 @@ import { inSnapshot, readWatermark } from '../../src/storage/snapshot.js';
 import { foldOnce, tailState } from '../../src/tracking/fold.js';
 import { trackEvent } from '../../src/tracking/track.js';
 import { createTestStorage, ENGINES, type TestStorage } from '../support/engines.js';
+import { settled, TIMED_OUT } from '../support/settled.js';
 import { tempFile } from '../support/temp.js';
 
 /**
@@ -24,17 +25,6 @@ const BY_AGENT: ReportInput = {
   top: null,
   filters: { metadata: [] },
 };
-
-const TIMED_OUT = Symbol('timed out');
-
-/** `promise`, or TIMED_OUT if it has not settled after 5 s (a wait that would never end). */
-function settled<T>(promise: Promise<T>): Promise<T | typeof TIMED_OUT> {
-  let timer: NodeJS.Timeout | undefined;
-  const limit = new Promise<typeof TIMED_OUT>((resolve) => {
-    timer = setTimeout(() => resolve(TIMED_OUT), 5_000);
-  });
-  return Promise.race([promise, limit]).finally(() => clearTimeout(timer));
-}
 
 describe.each(ENGINES)('snapshot reads beside the writes (%s)', (engine) => {
   let storage: TestStorage;
