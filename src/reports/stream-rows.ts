@@ -7,10 +7,10 @@ export const PAGE_ROWS = 2000;
 
 /**
  * Rows of a SELECT as arrays of its columns (storage/db.ts ARRAY_ROWS), never all in memory;
- * callers must finish or `return()` the generator, which releases what it holds. SQLite has one
- * connection for the whole service: the query runs once into a temporary table (one snapshot),
- * which is then read in pages by rowid through short queries, so tracking goes on between pages
- * and while a slow client reads. PostgreSQL reads a server-side cursor (pg has no streaming
+ * callers must finish or `return()` the generator, which releases what it holds. SQLite: on the
+ * write connection, which the whole service shares (the read connection cannot create a table),
+ * the query runs once into a temporary table (one snapshot), which is then read in pages by rowid
+ * through short queries, so the other writes go on between pages and while a slow client reads. PostgreSQL reads a server-side cursor (pg has no streaming
  * without pg-cursor) in a read-only transaction.
  */
 export async function* streamRows(

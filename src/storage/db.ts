@@ -248,7 +248,7 @@ const sqliteWriters = new WeakMap<DbOrTrx, Db>();
  * `db` itself elsewhere. Only for reads: the read connection refuses any write.
  */
 export function readDb(db: DbOrTrx): DbOrTrx {
-  return sqliteReaders.get(db) ?? db;
+  return snapshotReader(db) ?? db;
 }
 
 /** The write connection of `db` when it is a SQLite read connection; `db` itself otherwise. */

@@ -36,13 +36,7 @@ export function attachEventsFile(database: SQLite.Database, path: string): void 
 
 /** SQLite: the schema (`main` or EVENTS_SCHEMA) that holds `table` now. */
 export async function schemaOfTable(db: Kysely<Database>, table: string): Promise<string> {
-  for (const schema of [EVENTS_SCHEMA, 'main']) {
-    const { rows } = await sql<{ n: number }>`
-      SELECT count(*) AS n FROM ${sql.table(`${schema}.sqlite_master`)}
-      WHERE type = 'table' AND name = ${table}`.execute(db);
-    if (Number(rows[0]?.n) > 0) return schema;
-  }
-  return 'main';
+  return (await tablesIn(db, EVENTS_SCHEMA)).has(table) ? EVENTS_SCHEMA : 'main';
 }
 
 async function tablesIn(db: Kysely<Database>, schema: string): Promise<Set<string>> {

@@ -30,7 +30,8 @@ export class TrackBatcher {
   private queue: Pending[] = [];
   private scheduled = false;
   /**
-   * One slot per transaction that may be open at once (1 on SQLite, which has one connection);
+   * One slot per transaction that may be open at once (1 on SQLite, whose batches share one
+   * connection);
    * a transaction's slot is the shard of the shared counters it adds to.
    */
   private freeSlots: number[];
