@@ -105,16 +105,11 @@ export async function resumeSession({
     return { ended: revoked ? 'revoked' : 'expired' };
   }
   if (now - Number(row.last_seen_at) >= TOUCH_EVERY_MS || row.flash !== null) {
-    const touch = ctx.db
+    await ctx.db
       .updateTable('dashboard_sessions')
       .set({ last_seen_at: now, flash: null })
       .where('id', '=', id)
       .execute();
-    // A notice shows once, so the page waits until it is cleared. The minute's touch alone does
-    // not hold the page: on a SQLite file a folding pass can hold the write connection for
-    // seconds, and a touch that fails only lets the session idle out a minute early.
-    if (row.flash !== null) await touch;
-    else touch.catch(() => undefined);
   }
   const org = await getOrganization({ ctx: reads, id: row.org_id });
   return {
