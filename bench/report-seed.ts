@@ -9,7 +9,7 @@
  * independently and uniformly (10,000 pairs, each on most days): the worst case for rollups.
  */
 import { BUILTIN_TASK_TYPES } from '../src/catalogue/builtins.js';
-import { coarseThroughAt, recordRollups } from '../src/reports/rollups.js';
+import { coarseThroughAt, monthsThroughAt, recordRollups } from '../src/reports/rollups.js';
 import type { Db } from '../src/storage/db.js';
 import { writeEvents } from '../src/tracking/event-writes.js';
 import type { EventRow } from '../src/storage/schema.js';
@@ -110,9 +110,13 @@ export async function seedEvents(
   shape: Shape = 'specialised',
 ): Promise<void> {
   const rand = rng(7);
-  // As the folding stage leaves them at `now`: week rows of ended weeks only.
+  // As the folding stage leaves them at `now`: week rows of ended weeks, month rows of ended days.
   const coarseThrough = coarseThroughAt(now);
-  await db.updateTable('fold_state').set({ coarse_through: coarseThrough }).execute();
+  const monthsThrough = monthsThroughAt(now);
+  await db
+    .updateTable('fold_state')
+    .set({ coarse_through: coarseThrough, months_through: monthsThrough })
+    .execute();
   for (let start = 0; start < total; start += ROWS_PER_TRANSACTION) {
     const rows: EventRow[] = [];
     for (let i = start; i < Math.min(total, start + ROWS_PER_TRANSACTION); i++)
@@ -124,7 +128,7 @@ export async function seedEvents(
           .values(rows.slice(i, i + ROWS_PER_INSERT))
           .execute();
       }
-      await recordRollups(trx, rows, 0, coarseThrough);
+      await recordRollups(trx, rows, 0, coarseThrough, monthsThrough);
     });
   }
 }

@@ -17,8 +17,9 @@ import {
  * to the report rollups in the database itself, one INSERT … SELECT … GROUP BY … ON CONFLICT
  * per grain and bucket, instead of building each event's rollup rows in the service and sending
  * them back (a backfill's events rarely share their two- and three-key rows, ~14 per event).
- * The rows are the ones rollupDeltas (rollups.ts) builds with the same `coarseThrough`: day and
- * month rows, and week rows of closed weeks only; the rollup tests compare the two.
+ * The rows are the ones rollupDeltas (rollups.ts) builds with the same `coarseThrough` and
+ * `monthsThrough`: day rows, week rows of closed weeks and month rows of closed days only; the
+ * rollup tests compare the two.
  */
 export async function foldRollups(
   db: DbOrTrx,
@@ -26,6 +27,7 @@ export async function foldRollups(
   from: IngestSeq,
   to: IngestSeq,
   coarseThrough = Infinity,
+  monthsThrough = Infinity,
 ): Promise<void> {
   for (const [grain, kept] of Object.entries(GRAINS) as Array<[Grain, readonly string[]]>) {
     const buckets: Bucket[] = hasCoarseBuckets(grain) ? ['day', 'week', 'month'] : ['day'];
@@ -34,12 +36,10 @@ export async function foldRollups(
       const taskType = kept.includes('task_type') ? sql`task_type` : sql`''`;
       const client = kept.includes('client') ? sql`COALESCE('c' || client_id, '')` : sql`''`;
       const start = bucketStart(engine, bucket);
-      // Closed weeks only: `coarseThrough` is the first day of a week, so an event is in one
-      // exactly when its day is before it.
-      const closed =
-        bucket === 'week' && Number.isFinite(coarseThrough)
-          ? sql`AND occurred_at < ${coarseThrough * DAY_MS}`
-          : sql``;
+      // Closed weeks and days only: `coarseThrough` is the first day of a week, so an event is in
+      // a closed week exactly when its day is before it.
+      const through = bucket === 'week' ? coarseThrough : bucket === 'month' ? monthsThrough : Infinity;
+      const closed = Number.isFinite(through) ? sql`AND occurred_at < ${through * DAY_MS}` : sql``;
       await sql`
         INSERT INTO report_rollups (org_id, grain, day, agent_id, task_type, client_key, shard, ${COLUMNS})
         SELECT org_id, ${grainColumn(grain, bucket)}, ${start}, ${agent}, ${taskType}, ${client}, 0, ${SUM_VALUES[engine]}
@@ -57,38 +57,64 @@ export async function foldRollups(
  * Closes the weeks that end between two values of `coarseThrough` (rollups.ts coarseThroughAt),
  * in the folding stage's transaction before it folds with the new value: their rows are built
  * from their days' rows, replacing any row they had (written before weeks were kept this way:
- * migration 0013). One organisation at a time, so that each statement reads a range of the
- * primary key.
+ * migration 0013).
  */
 export async function closeWeeks(db: DbOrTrx, engine: Engine, from: number, to: number): Promise<void> {
+  await eachCoarseGrain(db, from, to, async (orgId, grain) => {
+    const week = grainColumn(grain, 'week');
+    await sql`DELETE FROM report_rollups
+      WHERE org_id = ${orgId} AND grain = ${week} AND day >= ${from} AND day < ${to}`.execute(db);
+    await sql`${daysInto(engine, orgId, grain, 'week', from, to)}`.execute(db);
+  });
+}
+
+/**
+ * Closes the days between two values of `monthsThrough` (rollups.ts monthsThroughAt), in the
+ * folding stage's transaction before it folds with the new value: their rows, which hold the
+ * events folded so far, are added to their months' rows.
+ */
+export async function closeMonthDays(db: DbOrTrx, engine: Engine, from: number, to: number): Promise<void> {
+  await eachCoarseGrain(db, from, to, async (orgId, grain) => {
+    await sql`${daysInto(engine, orgId, grain, 'month', from, to)}
+      ON CONFLICT (org_id, grain, day, agent_id, task_type, client_key, shard) DO UPDATE SET ${UPDATES}`.execute(
+      db,
+    );
+  });
+}
+
+/**
+ * Runs `fn` for every organisation and grain with coarse buckets when the day range [from, to)
+ * is not empty: one organisation at a time, so that each statement reads a range of the primary
+ * key.
+ */
+async function eachCoarseGrain(
+  db: DbOrTrx,
+  from: number,
+  to: number,
+  fn: (orgId: string, grain: Grain) => Promise<void>,
+): Promise<void> {
   if (!(to > from)) return;
   const { rows: orgs } = await sql<{ id: string }>`SELECT id FROM organizations ORDER BY id`.execute(db);
   for (const { id } of orgs) {
-    for (const grain of Object.keys(GRAINS) as Grain[]) {
-      if (hasCoarseBuckets(grain)) await rebuildWeeks(db, engine, id, grain, from, to);
-    }
+    for (const grain of Object.keys(GRAINS) as Grain[]) if (hasCoarseBuckets(grain)) await fn(id, grain);
   }
 }
 
-/** Replaces an organisation's week rows of a grain that start in [from, to) by their days' sums. */
-async function rebuildWeeks(
-  db: DbOrTrx,
+/** The INSERT of the sums of an organisation's day rows of a grain in [from, to) as rows of `bucket`. */
+function daysInto(
   engine: Engine,
   orgId: string,
   grain: Grain,
+  bucket: 'week' | 'month',
   from: number,
   to: number,
-): Promise<void> {
-  const inRange = (name: string) =>
-    sql`org_id = ${orgId} AND grain = ${name} AND day >= ${from} AND day < ${to}`;
-  const week = grainColumn(grain, 'week');
-  await sql`DELETE FROM report_rollups WHERE ${inRange(week)}`.execute(db);
-  await sql`
+): RawBuilder<unknown> {
+  return sql`
     INSERT INTO report_rollups (org_id, grain, day, agent_id, task_type, client_key, shard, ${COLUMNS})
-    SELECT org_id, ${week}, ${bucketStart(engine, 'week', sql`day`)}, agent_id, task_type, client_key, 0, ${RESUMS[engine]}
+    SELECT org_id, ${grainColumn(grain, bucket)}, ${bucketStart(engine, bucket, sql`day`)}, agent_id, task_type, client_key, 0, ${RESUMS[engine]}
     FROM report_rollups
-    WHERE ${inRange(grain)}
-    GROUP BY org_id, 3, agent_id, task_type, client_key`.execute(db);
+    WHERE org_id = ${orgId} AND grain = ${grain} AND day >= ${from} AND day < ${to}
+    GROUP BY org_id, 3, agent_id, task_type, client_key`;
 }
 
 /** The sums of rollup rows' sums (SQLite: total(), as sumValues says). */

@@ -161,23 +161,58 @@ export function coverDays(a: number, b: number, levels: readonly Bucket[], empty
 }
 
 /**
- * The cover of the whole days [a, b) by rollup rows that exist: week rows only of the weeks
- * closed by `coarseThrough` (rollups.ts coarseThroughAt). From the month whose weeks are not all
- * closed on, a report that may read months reads months and days, one that may not (by week)
- * reads closed weeks and days; each part is covered on its own, so that no piece, not even one
- * taken away at an edge, reaches past its part.
+ * The cover of the whole days [a, b) of the month starting on `monthFrom` whose rows hold its
+ * days before `monthsThrough` only (rollups.ts monthsThroughAt), for monthFrom ≤ a and
+ * b ≤ monthsThrough: its days, or its month rows minus the days outside [a, b) that they hold.
  */
-function coverKept(
+function coverOpenMonth(
+  a: number,
+  b: number,
+  monthFrom: number,
+  monthsThrough: number,
+  emptyFrom: number,
+): Cover {
+  if (a >= b) return EMPTY;
+  const days = coverDays(a, b, ['day'], emptyFrom);
+  const month: Cover = {
+    cost: Math.min(COST.month, (monthsThrough - monthFrom) * COST.day),
+    pieces: [{ bucket: 'month', fromDay: monthFrom, toDay: monthFrom + 1, sign: 1 }],
+  };
+  const outside = join(
+    coverDays(monthFrom, a, ['day'], emptyFrom),
+    coverDays(b, monthsThrough, ['day'], emptyFrom),
+  );
+  return cheaper(days, join(month, negate(outside)));
+}
+
+/**
+ * The cover of the whole days [a, b) by rollup rows that exist: week rows only of the weeks
+ * closed by `coarseThrough` (rollups.ts coarseThroughAt), month rows only of the days before
+ * `monthsThrough` (rollups.ts monthsThroughAt). From the month whose weeks are not all closed
+ * on, a report that may read months reads months and days, one that may not (by week) reads
+ * closed weeks and days; the month of `monthsThrough` is its rows and its days from
+ * `monthsThrough` on. Each part is covered on its own, so that no piece, not even one taken
+ * away at an edge, reaches past its part.
+ */
+export function coverKept(
   a: number,
   b: number,
   levels: readonly Bucket[],
   emptyFrom: number,
   coarseThrough: number,
+  monthsThrough: number,
 ): Cover {
   const part = (from: number, to: number, kept: readonly Bucket[]) => coverDays(from, to, kept, emptyFrom);
   if (levels.includes('month')) {
-    const months = monthStart(coarseThrough);
-    return join(part(a, Math.min(b, months), levels), part(Math.max(a, months), b, ['month', 'day']));
+    // The months before `open` hold all their days; the weeks before `weeks` are closed.
+    const open = Number.isFinite(monthsThrough) ? monthStart(monthsThrough) : Infinity;
+    const weeks = Number.isFinite(coarseThrough) ? Math.min(monthStart(coarseThrough), open) : open;
+    return join(
+      part(a, Math.min(b, weeks), levels),
+      part(Math.max(a, weeks), Math.min(b, open), ['month', 'day']),
+      coverOpenMonth(Math.max(a, open), Math.min(b, monthsThrough), open, monthsThrough, emptyFrom),
+      part(Math.max(a, monthsThrough), b, ['day']),
+    );
   }
   return join(part(a, Math.min(b, coarseThrough), levels), part(Math.max(a, coarseThrough), b, ['day']));
 }
@@ -192,13 +227,19 @@ function coverKept(
  * raw events for the whole window. With a `watermark`, the rollups' days also read the tail
  * (DESIGN §11); without one, the rollups are taken as holding every event (callers that fold
  * first, and tests of the cover). Week rows are read only for the weeks closed by
- * `coarseThrough` (fold_state's, read in the same snapshot; by default all of them).
+ * `coarseThrough`, month rows as holding the days before `monthsThrough` only (fold_state's, read
+ * in the same snapshot; by default all weeks and days).
  */
 export function planSources(
   range: ReportRange,
   groupBy: readonly Dimension[],
   filters: ReportFilters,
-  options: { forceRaw?: boolean; watermark?: IngestSeq | null; coarseThrough?: number } = {},
+  options: {
+    forceRaw?: boolean;
+    watermark?: IngestSeq | null;
+    coarseThrough?: number;
+    monthsThrough?: number;
+  } = {},
 ): Source[] {
   const { from, endExclusive: to } = range;
   const grain = options.forceRaw ? null : chooseGrain(groupBy, filters);
@@ -214,10 +255,11 @@ export function planSources(
   const emptyFrom = Math.floor((range.to + DAY_MS) / DAY_MS) + 1;
   const levels = usableBuckets(grain, groupBy);
   const coarseThrough = options.coarseThrough ?? Infinity;
+  const monthsThrough = options.monthsThrough ?? Infinity;
   const cover =
-    coarseThrough === Infinity
+    coarseThrough === Infinity && monthsThrough === Infinity
       ? coverDays(fromDay, toDay, levels, emptyFrom)
-      : coverKept(fromDay, toDay, levels, emptyFrom, coarseThrough);
+      : coverKept(fromDay, toDay, levels, emptyFrom, coarseThrough, monthsThrough);
   const sources: Source[] = cover.pieces.map((p) => ({ kind: 'rollup', grain, ...p }));
   // The rollups hold the events up to the watermark; the pieces of the cover add up to the
   // whole days [fromDay, toDay) once each, so the tail's events of those days are added once.

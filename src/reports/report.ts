@@ -92,12 +92,13 @@ interface FoldView {
   /** Read in the snapshot the query will run in, or null for the query to read it itself. */
   watermark: IngestSeq | null;
   coarseThrough: number;
+  monthsThrough: number;
 }
 
 /**
- * The report's query and meta, planned with the folding stage's state. A `coarseThrough` read
- * before the query's snapshot is as good as one read in it: it only grows, and the rows of a
- * closed week stay complete.
+ * The report's query and meta, planned with the folding stage's state, read in the query's
+ * snapshot: the month rows hold the days before `monthsThrough` only, and a pass that closes a
+ * day adds its rows to them (rollups.ts monthsThroughAt).
  */
 async function prepare(ctx: OrgCtx, input: ReportInput, options: ReportOptions, fold: FoldView) {
   const now = ctx.clock.now().getTime();
@@ -181,10 +182,18 @@ export async function* streamReport({
   ctx: OrgCtx;
   input: ReportInput;
 }): AsyncGenerator<ReportRow> {
-  // One statement (SQLite: into a temporary table; PostgreSQL: a cursor) reads the watermark too.
-  // On the read connection (inSnapshot): on a SQLite file the write one waits out folding passes.
-  const { coarseThrough } = await inSnapshot(ctx.db, ctx.engine, readFoldState);
-  const { query } = await prepare(ctx, input, {}, { watermark: null, coarseThrough });
-  for await (const row of streamRows(ctx.db, ctx.engine, query(false, true)))
-    yield toReportRow(input.groupBy, row);
+  // Planned in the statement's own snapshot (SQLite: a statement into a temporary table;
+  // PostgreSQL: a cursor), which reads the watermark itself: the month rows then hold exactly the
+  // days before the monthsThrough the plan was made with (rollups.ts monthsThroughAt).
+  const rows = streamRows(ctx.db, ctx.engine, async (db) => {
+    const { coarseThrough, monthsThrough } = await readFoldState(db);
+    const { query } = await prepare(
+      { ...ctx, db },
+      input,
+      {},
+      { watermark: null, coarseThrough, monthsThrough },
+    );
+    return query(false, true);
+  });
+  for await (const row of rows) yield toReportRow(input.groupBy, row);
 }

@@ -116,10 +116,8 @@ const GRAIN_ENTRIES = (Object.entries(GRAINS) as Array<[Grain, readonly Keyed[]]
 /**
  * The weeks the folding stage keeps rows of (DESIGN §11): a week row is written only once its
  * week has ended. Until then its days' rows answer for it, so an event of the current week writes
- * its eight day rows and four month rows, not the four week rows beside them (a quarter of the
- * stage's writes). Month rows are kept from the first event on: a window ending today reads the
- * current month's rows whole, and leaving them to their weeks and days made reports by two or
- * three keys up to 2.3× slower (bench:reports). `coarseThrough`, kept in `fold_state`, is the
+ * no week rows (they were a quarter of the stage's writes); month rows are left to the days
+ * likewise until each day ends (monthsThroughAt). `coarseThrough`, kept in `fold_state`, is the
  * first day of the week (cut at month ends) that the stage last saw begin: every week that ends
  * by then has complete rows; the stage builds a week's rows from its days' when it passes its end
  * (fold-rollups.ts closeWeeks), and back-dated events fold into closed weeks as they come.
@@ -127,6 +125,23 @@ const GRAIN_ENTRIES = (Object.entries(GRAINS) as Array<[Grain, readonly Keyed[]]
  */
 export function coarseThroughAt(nowMs: number): number {
   return bucketAround('week', Math.floor(nowMs / DAY_MS))[0];
+}
+
+/**
+ * The days the folding stage keeps month rows of (DESIGN §11): every day before today. An event
+ * of today writes its eight day rows only, not the four month rows beside them: under live
+ * traffic, whose events are of today and rarely share a two- or three-key row within a pass,
+ * those were about half of the stage's upserts (bench:track: the README's figures). Keeping month
+ * rows from the first event on was measured against leaving the current month to its weeks and
+ * days, which made reports by two or three keys up to 2.3× slower; leaving only today to its day
+ * rows costs a report reading this month one day of rows more. `monthsThrough`, kept in
+ * `fold_state`, is the first day whose events the month rows do not hold: when the stage sees a
+ * day end it adds that day's rows to its month's (fold-rollups.ts closeMonthDays), and
+ * back-dated events fold into the month rows of the days before it as they come. Reports read
+ * the month of `monthsThrough` as its rows plus the day rows from `monthsThrough` on (plan.ts).
+ */
+export function monthsThroughAt(nowMs: number): number {
+  return Math.floor(nowMs / DAY_MS);
 }
 
 /** The first days of the week and month of a day, for the last days seen (a batch has few). */
@@ -181,11 +196,16 @@ export function deltasExact(rows: readonly EventRow[]): boolean {
 }
 
 /**
- * The rollup increments of some events, merged by rollup key (one delta per key): day and month
- * rows, and week rows of the weeks closed by `coarseThrough` (coarseThroughAt; by default every
- * week).
+ * The rollup increments of some events, merged by rollup key (one delta per key): day rows, week
+ * rows of the weeks closed by `coarseThrough` (coarseThroughAt) and month rows of the days before
+ * `monthsThrough` (monthsThroughAt); by default every week and every day.
  */
-export function rollupDeltas(rows: readonly EventRow[], shard = 0, coarseThrough = Infinity): RollupDelta[] {
+export function rollupDeltas(
+  rows: readonly EventRow[],
+  shard = 0,
+  coarseThrough = Infinity,
+  monthsThrough = Infinity,
+): RollupDelta[] {
   // Events with the same keys first (one map entry per event), then each distinct event key
   // into its 16 rollup rows: a batch of similar events builds few rollup keys.
   const events = new Map<
@@ -262,7 +282,8 @@ export function rollupDeltas(rows: readonly EventRow[], shard = 0, coarseThrough
       if (g.coarse !== null) {
         if (day < coarseThrough)
           add(row.org_id, g.coarse.week, starts.week, agentId, taskType, client, outcome, sums);
-        add(row.org_id, g.coarse.month, starts.month, agentId, taskType, client, outcome, sums);
+        if (day < monthsThrough)
+          add(row.org_id, g.coarse.month, starts.month, agentId, taskType, client, outcome, sums);
       }
     }
   }
@@ -321,13 +342,15 @@ export async function applyRollupDeltas(db: DbOrTrx, deltas: readonly RollupDelt
 
 /**
  * Adds events to the rollups in the open transaction `db`, as the folding stage would with
- * `coarseThrough` (by default every coarse bucket: the migrations' and the seeds' rows).
+ * `coarseThrough` and `monthsThrough` (by default every coarse bucket: the migrations' and the
+ * seeds' rows).
  */
 export async function recordRollups(
   db: DbOrTrx,
   rows: readonly EventRow[],
   shard = 0,
   coarseThrough = Infinity,
+  monthsThrough = Infinity,
 ): Promise<void> {
-  await applyRollupDeltas(db, rollupDeltas(rows, shard, coarseThrough));
+  await applyRollupDeltas(db, rollupDeltas(rows, shard, coarseThrough, monthsThrough));
 }

@@ -103,6 +103,8 @@ export interface FoldStateTable {
   folded_at: number;
   /** The first day whose week rows are not kept yet (rollups.ts coarseThroughAt). */
   coarse_through: number;
+  /** The first day whose events the month rows do not hold (rollups.ts monthsThroughAt). */
+  months_through: number;
 }
 
 export interface IdempotencyKeysTable {

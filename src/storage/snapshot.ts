@@ -39,14 +39,21 @@ export async function readWatermark(db: DbOrTrx): Promise<IngestSeq> {
 }
 
 /**
- * The folding stage's state as a report reads it: the watermark, and the first day whose week
- * rollup rows are not kept yet (rollups.ts coarseThroughAt).
+ * The folding stage's state as a report reads it: the watermark, the first day whose week rollup
+ * rows are not kept yet (rollups.ts coarseThroughAt) and the first day whose events the month
+ * rows do not hold (rollups.ts monthsThroughAt).
  */
-export async function readFoldState(db: DbOrTrx): Promise<{ watermark: IngestSeq; coarseThrough: number }> {
+export async function readFoldState(
+  db: DbOrTrx,
+): Promise<{ watermark: IngestSeq; coarseThrough: number; monthsThrough: number }> {
   const row = await db
     .selectFrom('fold_state')
-    .select(['watermark', 'coarse_through'])
+    .select(['watermark', 'coarse_through', 'months_through'])
     .where('id', '=', 1)
     .executeTakeFirst();
-  return { watermark: row?.watermark ?? 0, coarseThrough: Number(row?.coarse_through ?? 0) };
+  return {
+    watermark: row?.watermark ?? 0,
+    coarseThrough: Number(row?.coarse_through ?? 0),
+    monthsThrough: Number(row?.months_through ?? 0),
+  };
 }

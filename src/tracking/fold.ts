@@ -1,8 +1,14 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { ServiceCtx } from '../context.js';
 import { addUsage, usageMonth, type UsageIncrement } from '../billing/usage-counter.js';
-import { closeWeeks, foldRollups, seqRange } from '../reports/fold-rollups.js';
-import { applyRollupDeltas, coarseThroughAt, deltasExact, rollupDeltas } from '../reports/rollups.js';
+import { closeMonthDays, closeWeeks, foldRollups, seqRange } from '../reports/fold-rollups.js';
+import {
+  applyRollupDeltas,
+  coarseThroughAt,
+  deltasExact,
+  monthsThroughAt,
+  rollupDeltas,
+} from '../reports/rollups.js';
 import {
   isUnavailableError,
   takeSqliteWriteLock,
@@ -240,7 +246,7 @@ export async function foldOnce(ctx: ServiceCtx, options: FoldOptions = {}): Prom
     else await takeSqliteWriteLock(trx);
     const state = await trx
       .selectFrom('fold_state')
-      .select(['watermark', 'coarse_through'])
+      .select(['watermark', 'coarse_through', 'months_through'])
       .where('id', '=', 1)
       .$if(postgres, (q) => q.forUpdate())
       .executeTakeFirstOrThrow();
@@ -253,6 +259,17 @@ export async function foldOnce(ctx: ServiceCtx, options: FoldOptions = {}): Prom
       await trx
         .updateTable('fold_state')
         .set({ coarse_through: coarseThrough })
+        .where('id', '=', 1)
+        .execute();
+    }
+    // Likewise the days that ended get their month rows (rollups.ts monthsThroughAt).
+    const monthsClosedThrough = Number(state.months_through);
+    const monthsThrough = Math.max(monthsClosedThrough, monthsThroughAt(now));
+    if (monthsThrough > monthsClosedThrough) {
+      await closeMonthDays(trx, ctx.engine, monthsClosedThrough, monthsThrough);
+      await trx
+        .updateTable('fold_state')
+        .set({ months_through: monthsThrough })
         .where('id', '=', 1)
         .execute();
     }
@@ -281,12 +298,13 @@ export async function foldOnce(ctx: ServiceCtx, options: FoldOptions = {}): Prom
       const rows = await sql<EventRow>`
         SELECT * FROM events WHERE ${seqRange(ctx.engine, from, to)} ORDER BY ingest_seq, id`.execute(trx);
       // Their sums in the service only while JavaScript numbers carry them exactly.
-      if (deltasExact(rows.rows)) await applyRollupDeltas(trx, rollupDeltas(rows.rows, 0, coarseThrough));
-      else await foldRollups(trx, ctx.engine, from, to, coarseThrough);
+      if (deltasExact(rows.rows))
+        await applyRollupDeltas(trx, rollupDeltas(rows.rows, 0, coarseThrough, monthsThrough));
+      else await foldRollups(trx, ctx.engine, from, to, coarseThrough, monthsThrough);
       await addUsage(trx, usageIncrements(rows.rows)).execute();
       await writeMessages(trx, ctx, from, to, rows.rows);
     } else if (folded > 0) {
-      await foldRollups(trx, ctx.engine, from, to, coarseThrough);
+      await foldRollups(trx, ctx.engine, from, to, coarseThrough, monthsThrough);
       await foldUsage(trx, ctx.engine, from, to);
       await writeMessages(trx, ctx, from, to, undefined, options.messageChunk);
     }
@@ -309,11 +327,11 @@ function afterMark(engine: Engine, watermark: Seq): RawBuilder<unknown> {
 
 /**
  * The watermark when a pass has nothing to do at `now`: no event after the watermark and no
- * week to close; null when it has.
+ * week or day to close; null when it has.
  */
 async function idleState(db: DbOrTrx, engine: Engine, now: number): Promise<Seq | null> {
-  const { watermark, coarseThrough } = await readFoldState(db);
-  if (coarseThroughAt(now) > coarseThrough) return null;
+  const { watermark, coarseThrough, monthsThrough } = await readFoldState(db);
+  if (coarseThroughAt(now) > coarseThrough || monthsThroughAt(now) > monthsThrough) return null;
   const { rows } = await sql<{ one: unknown }>`
     SELECT 1 AS one FROM events WHERE ${afterMark(engine, watermark)} LIMIT 1`.execute(db);
   return rows.length > 0 ? null : watermark;

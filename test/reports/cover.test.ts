@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { coverDays, planSources, usableBuckets } from '../../src/reports/plan.js';
-import type { Bucket } from '../../src/reports/rollups.js';
+import { coverDays, coverKept, planSources, usableBuckets } from '../../src/reports/plan.js';
+import { coarseThroughAt, type Bucket } from '../../src/reports/rollups.js';
 
 const DAY = 86_400_000;
 const day = (iso: string) => Date.parse(`${iso}T00:00:00Z`) / DAY;
@@ -125,6 +125,83 @@ describe('the signed bucket cover of a range of days', () => {
     expect(soFar.cost).toBe(2.5 + 2);
     // Days only when weeks and months cannot be used.
     expect(coverDays(10, 40, ['day']).pieces).toEqual([{ bucket: 'day', fromDay: 10, toDay: 40, sign: 1 }]);
+  });
+});
+
+describe('the cover by the rollup rows the folding stage keeps', () => {
+  /**
+   * How often each day is counted by a cover of kept rows: a week row exists only for a week that
+   * starts before `coarseThrough` (its end is then no later), and a month row holds only its days
+   * before `monthsThrough`.
+   */
+  function keptMultiplicity(
+    pieces: ReturnType<typeof coverDays>['pieces'],
+    coarseThrough: number,
+    monthsThrough: number,
+  ): Map<number, number> {
+    for (const p of pieces) if (p.bucket === 'week') expect(p.toDay).toBeLessThanOrEqual(coarseThrough);
+    const held = pieces.flatMap((p) => {
+      const counts = [...multiplicity([p]).entries()];
+      return p.bucket === 'month' ? counts.filter(([d]) => d < monthsThrough) : counts;
+    });
+    const counts = new Map<number, number>();
+    for (const [d, n] of held) counts.set(d, (counts.get(d) ?? 0) + n);
+    for (const [d, n] of counts) if (n === 0) counts.delete(d);
+    return counts;
+  }
+
+  it('counts every day of the range once, whatever weeks and days the stage has closed', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: day('2025-01-01'), max: day('2027-01-01') }),
+        fc.integer({ min: 1, max: 400 }),
+        fc.constantFrom(...LEVELS),
+        fc.integer({ min: -400, max: 400 }),
+        fc.integer({ min: -400, max: 400 }),
+        (a, length, levels, weeksAt, monthsAt) => {
+          const b = a + length;
+          const coarseThrough = coarseThroughAt((a + weeksAt) * DAY);
+          const monthsThrough = a + monthsAt;
+          const { pieces } = coverKept(a, b, levels, b + 2, coarseThrough, monthsThrough);
+          const expected = new Map(Array.from({ length }, (_, i) => [a + i, 1] as [number, number]));
+          expect(keptMultiplicity(pieces, coarseThrough, monthsThrough)).toEqual(expected);
+          for (const p of pieces) expect(levels).toContain(p.bucket);
+        },
+      ),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('reads the month of monthsThrough as its rows plus the days from monthsThrough on', () => {
+    // The benchmark's 30 days, asked on Friday 20 Nov: month rows hold 1–19 November; the 20th
+    // is read from its day rows (the 21st can hold rows yet too).
+    const { pieces } = coverKept(
+      day('2026-10-22'),
+      day('2026-11-21'),
+      ['month', 'week', 'day'],
+      day('2026-11-22'),
+      day('2026-11-16'),
+      day('2026-11-20'),
+    );
+    expect(pieces).toEqual([
+      { bucket: 'day', fromDay: day('2026-10-22'), toDay: day('2026-10-26'), sign: 1 },
+      { bucket: 'week', fromDay: day('2026-10-26'), toDay: day('2026-11-01'), sign: 1 },
+      { bucket: 'month', fromDay: day('2026-11-01'), toDay: day('2026-11-02'), sign: 1 },
+      { bucket: 'day', fromDay: day('2026-11-20'), toDay: day('2026-11-21'), sign: 1 },
+    ]);
+    // A window ending before monthsThrough: the month rows minus the days after it they hold.
+    const { pieces: earlier } = coverKept(
+      day('2026-11-01'),
+      day('2026-11-18'),
+      ['month', 'day'],
+      day('2026-11-22'),
+      day('2026-11-16'),
+      day('2026-11-20'),
+    );
+    expect(earlier).toEqual([
+      { bucket: 'month', fromDay: day('2026-11-01'), toDay: day('2026-11-02'), sign: 1 },
+      { bucket: 'day', fromDay: day('2026-11-18'), toDay: day('2026-11-20'), sign: -1 },
+    ]);
   });
 });
 

@@ -1,6 +1,18 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { coarseThroughAt } from '../../src/reports/rollups.js';
+import {
+  applyRollupDeltas,
+  coarseThroughAt,
+  GRAINS,
+  grainColumn,
+  hasCoarseBuckets,
+  monthStart,
+  SUM_COLUMNS,
+  type Grain,
+  type RollupDelta,
+} from '../../src/reports/rollups.js';
+import type { Db } from '../../src/storage/db.js';
+import { readFoldState } from '../../src/storage/snapshot.js';
 import { foldOnce } from '../../src/tracking/fold.js';
 import { ENGINES } from '../support/engines.js';
 import { createHarness, type Harness } from '../support/harness.js';
@@ -21,6 +33,44 @@ const eventArb: fc.Arbitrary<SeedEvent> = fc.record({
 const groupByArb = fc
   .shuffledSubarray(['agent', 'task_type', 'client', 'day', 'week', 'month'] as Dim[], { minLength: 1 })
   .filter((g) => g.length > 0);
+
+const COARSE = (Object.keys(GRAINS) as Grain[]).filter(hasCoarseBuckets);
+
+const monthlyArb = fc
+  .tuple(fc.shuffledSubarray(['agent', 'task_type', 'client'] as Dim[], { minLength: 2 }), fc.boolean())
+  .map(([keys, month]) => (month ? [...keys, 'month' as Dim] : keys));
+
+/**
+ * Reopens the days from `from` on: takes their day rows out of their months' rows and sets
+ * `months_through` back to `from` (the inverse of closeMonthDays in fold-rollups.ts), so that
+ * every run starts from a different point of the month rows, as the week rows do.
+ */
+async function reopenDays(db: Db, from: number): Promise<void> {
+  const { monthsThrough } = await readFoldState(db);
+  if (from >= monthsThrough) return;
+  await db.transaction().execute(async (trx) => {
+    const days = await trx
+      .selectFrom('report_rollups')
+      .selectAll()
+      .where('grain', 'in', COARSE)
+      .where('day', '>=', from)
+      .where('day', '<', monthsThrough)
+      .execute();
+    const byKey = new Map<string, RollupDelta>();
+    for (const row of days) {
+      const month = { grain: grainColumn(row.grain as Grain, 'month'), day: monthStart(Number(row.day)) };
+      const key = [row.org_id, month.grain, month.day, row.agent_id, row.task_type, row.client_key].join(
+        '\u0000',
+      );
+      const delta = byKey.get(key) ?? ({ ...row, ...month, shard: 0 } as RollupDelta);
+      if (!byKey.has(key)) for (const column of SUM_COLUMNS) delta[column] = 0;
+      for (const column of SUM_COLUMNS) delta[column] = Number(delta[column]) - Number(row[column]);
+      byKey.set(key, delta);
+    }
+    await applyRollupDeltas(trx, [...byKey.values()]);
+    await trx.updateTable('fold_state').set({ months_through: from }).execute();
+  });
+}
 
 /**
  * Events go in in steps; after each step the folding stage folds nothing, part of the tail (a
@@ -59,16 +109,21 @@ describe.each(ENGINES)('reports at random fold points (%s)', (engine) => {
         // before the run (valid anywhere: a closed week's rows stay complete; they are rebuilt
         // when the stage passes its end again).
         fc.integer({ min: 0, max: 90 }),
-        groupByArb,
+        // Likewise the days whose month rows hold them (reopenDays).
+        fc.integer({ min: 0, max: 90 }),
+        // Half the runs by two or three keys, with or without months: the reports that read month
+        // rows (a random group-by reads them one time in eight).
+        fc.oneof(groupByArb, monthlyArb),
         fc.constantFrom(...PERIODS),
         fc.constantFrom('events', 'hours_saved', 'net_saved' as const),
         fc.integer({ min: 0, max: 40 * DAY }),
-        async (steps, coarseDaysBefore, groupBy, period, sort, before) => {
+        async (steps, coarseDaysBefore, monthsDaysBefore, groupBy, period, sort, before) => {
           h.clock.set(new Date(NOW));
           await h.ctx.db
             .updateTable('fold_state')
             .set({ coarse_through: coarseThroughAt(NOW - coarseDaysBefore * DAY) })
             .execute();
+          await reopenDays(h.ctx.db, Math.floor(NOW / DAY) - monthsDaysBefore);
           const org = await h.createOrg({ plan: 'pro' });
           const ctx = await h.orgCtx(org);
           const events = [];

@@ -4,22 +4,18 @@ import { ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import type { OrgCtx, ServiceCtx } from '../../src/context.js';
 import { createOrganization, getOrganization } from '../../src/orgs/organizations.js';
-import type { Dimension, ReportInput } from '../../src/reports/params.js';
-import { buildReport } from '../../src/reports/report.js';
-import { coarseThroughAt, rollupDeltas, SUM_COLUMNS } from '../../src/reports/rollups.js';
+import { coarseThroughAt, monthsThroughAt, rollupDeltas, SUM_COLUMNS } from '../../src/reports/rollups.js';
 import { readFoldState } from '../../src/storage/snapshot.js';
-import { getUsage } from '../../src/billing/usage.js';
 import { openStorage } from '../../src/storage/db.js';
 import { FoldStage, TailMeter, foldOnce, tailState } from '../../src/tracking/fold.js';
 import { trackEvent } from '../../src/tracking/track.js';
 import { createWebhook } from '../../src/webhooks/subscriptions.js';
-import { expectedRows, type Dim } from '../reports/reference.js';
 import { lcg, seed, type SeedEvent } from '../reports/seed.js';
 import { unlimited } from '../reports/unlimited.js';
 import { createTestStorage, ENGINES, type TestStorage } from '../support/engines.js';
 import { createHarness, type Harness } from '../support/harness.js';
 import { tempFile } from '../support/temp.js';
-import { derived } from './derived.js';
+import { derived, expectExact, foldAll } from './derived.js';
 
 const NOW = Date.parse('2026-11-20T12:00:00.000Z');
 const DAY = 86_400_000;
@@ -37,53 +33,6 @@ function randomEvents(seedValue: number, n: number): SeedEvent[] {
     occurredAt: NOW - Math.floor(rand() * 81 * DAY) + DAY,
     agentCost: rand() < 0.5 ? null : Math.round(rand() * 1e6) / 1e6,
   }));
-}
-
-const CASES: Array<{ groupBy: Dim[]; period: ReportInput['period'] }> = [
-  { groupBy: ['agent'], period: '30d' },
-  { groupBy: ['agent', 'client'], period: '90d' },
-  { groupBy: ['agent', 'task_type', 'client'], period: '7d' },
-  { groupBy: ['task_type', 'week'], period: '90d' },
-  // Weeks of two keys: closed weeks from their rows, the current one from its days.
-  { groupBy: ['agent', 'client', 'week'], period: '30d' },
-  { groupBy: ['client', 'day'], period: '24h' },
-];
-
-/** Every case's report equals the reference GROUP BY over the org's events. */
-async function expectExact(ctx: OrgCtx) {
-  const rows = await ctx.db.selectFrom('events').selectAll().where('org_id', '=', ctx.org.id).execute();
-  const { eventView } = await import('../../src/tracking/events.js');
-  const events = rows.map((row) => eventView(row));
-  const at = ctx.clock.now().getTime();
-  for (const { groupBy, period } of CASES) {
-    const input: ReportInput = {
-      period,
-      groupBy: groupBy as Dimension[],
-      sort: 'events',
-      top: null,
-      filters: { metadata: [] },
-    };
-    const served = await buildReport({ ctx, input });
-    const from = at - { '24h': 1, '7d': 7, '30d': 30, '90d': 90 }[period as '24h'] * DAY;
-    expect(served.rows, `${groupBy.join(',')} ${period}`).toEqual(
-      expectedRows(events, { groupBy, from, to: at, sort: 'events' }).rows,
-    );
-  }
-  const usage = await getUsage({ ctx });
-  expect(usage.lifetime_events).toBe(events.length);
-}
-
-/**
- * Folds until the tail is empty. On PostgreSQL a pass folds only below the oldest running
- * transaction of the server, which another test's may hold back for a moment.
- */
-async function foldAll(ctx: ServiceCtx, sqlFrom?: number) {
-  for (let i = 0; i < 500; i++) {
-    const result = await foldOnce(ctx, sqlFrom === undefined ? {} : { sqlFrom });
-    if (!result.more && (await tailState(ctx.db, ctx.engine)).events === 0) return;
-    if (!result.more) await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error('the tail did not empty');
 }
 
 /**
@@ -165,10 +114,14 @@ describe.each(ENGINES)('the folding stage (%s)', (engine) => {
       .selectAll()
       .where('org_id', '=', ctx.org.id)
       .execute();
-    // (Week and month rows of the buckets closed at the pass: rollups.ts coarseThroughAt.)
-    const { coarseThrough } = await readFoldState(h.ctx.db);
+    // (Week and month rows of the weeks and days closed at the pass: rollups.ts coarseThroughAt,
+    // monthsThroughAt.)
+    const { coarseThrough, monthsThrough } = await readFoldState(h.ctx.db);
     expect(coarseThrough).toBe(coarseThroughAt(NOW));
-    expect(normal(stored as never)).toEqual(normal(rollupDeltas(events, 0, coarseThrough) as never));
+    expect(monthsThrough).toBe(monthsThroughAt(NOW));
+    expect(normal(stored as never)).toEqual(
+      normal(rollupDeltas(events, 0, coarseThrough, monthsThrough) as never),
+    );
     // Another pass finds nothing.
     expect((await foldOnce(h.ctx)).folded).toBe(0);
     expect((await derived(h.ctx.db, ctx.org.id)).created).toBe(40);
@@ -407,10 +360,11 @@ describe.each(ENGINES)('the folding stage (%s)', (engine) => {
     expect(rows.map((r) => [Number(r.day), Number(r.events)])).toEqual([[day, 1]]);
     await expectExact(ctx);
   });
-  it('keeps week rows of ended weeks only, and builds them when the weeks end', async () => {
+  it('keeps week rows of ended weeks and month rows of ended days only, and builds them as they end', async () => {
     await foldAll(h.ctx);
     const ctx = await orgWithWebhook();
-    // Friday 20 November 2026: the week of Monday 16 November is open. Month rows are kept.
+    // Friday 20 November 2026: the week of Monday 16 November is open, and so is the day: its
+    // event has a day row, and no month row yet.
     const at = (iso: string) => Date.parse(`${iso}T10:00:00.000Z`);
     const event = (agent: string, occurredAt: number): SeedEvent => ({
       agent,
@@ -441,33 +395,57 @@ describe.each(ENGINES)('the folding stage (%s)', (engine) => {
           `${new Date(Number(r.day) * DAY).toISOString().slice(0, 10)} ${r.agent_id} ${Number(r.events)}`,
       );
     const day = Date.parse('2026-11-16') / DAY;
-    expect((await readFoldState(h.ctx.db)).coarseThrough).toBe(day);
+    expect(await readFoldState(h.ctx.db)).toMatchObject({
+      coarseThrough: day,
+      monthsThrough: Date.parse('2026-11-20') / DAY,
+    });
     expect(await keys('agent+task_type+client/week')).toEqual(['2026-10-12 old 1', '2026-11-02 early 1']);
-    const months = ['2026-10-01 old 1', '2026-11-01 early 1', '2026-11-01 now 2'];
-    expect(await keys('agent+task_type+client/month')).toEqual(months);
+    expect(await keys('agent+task_type+client/month')).toEqual([
+      '2026-10-01 old 1',
+      '2026-11-01 early 1',
+      '2026-11-01 now 1',
+    ]);
+    expect(await keys('agent+task_type+client')).toContain('2026-11-20 now 1');
     await expectExact(ctx);
 
-    // Wednesday 2 December: the weeks to 1 December have ended; a pass with no events closes
-    // them, from their days' rows.
+    // Wednesday 2 December: the weeks to 1 December and the days to 1 December have ended; a
+    // pass with no events closes them, from their days' rows.
     h.clock.set(new Date(at('2026-12-02')));
     expect(await tailState(h.ctx.db, h.ctx.engine)).toMatchObject({ events: 0 });
     await foldOnce(h.ctx);
-    expect((await readFoldState(h.ctx.db)).coarseThrough).toBe(Date.parse('2026-12-01') / DAY);
+    expect(await readFoldState(h.ctx.db)).toMatchObject({
+      coarseThrough: Date.parse('2026-12-01') / DAY,
+      monthsThrough: Date.parse('2026-12-02') / DAY,
+    });
     expect(await keys('agent+task_type+client/week')).toEqual([
       '2026-10-12 old 1',
       '2026-11-02 early 1',
       '2026-11-16 now 2',
     ]);
+    const months = ['2026-10-01 old 1', '2026-11-01 early 1', '2026-11-01 now 2'];
     expect(await keys('agent+task_type+client/month')).toEqual(months);
     await expectExact(ctx);
+    // Another pass the same day closes nothing more.
+    await foldOnce(h.ctx);
+    expect(await keys('agent+task_type+client/month')).toEqual(months);
 
-    // A back-dated event folds into its closed week; one of this week into its day and month.
-    await seed(ctx, [event('now', at('2026-11-18')), event('now', at('2026-12-01'))]);
+    // A back-dated event folds into its closed week and month; one of this week before today
+    // into its day and month; one of today into its day only, until the day ends.
+    await seed(ctx, [
+      event('now', at('2026-11-18')),
+      event('now', at('2026-12-01')),
+      event('today', at('2026-12-02')),
+    ]);
     await foldAll(h.ctx);
     expect(await keys('agent+task_type+client/week')).toContain('2026-11-16 now 3');
     expect(await keys('agent+task_type+client/month')).toContain('2026-11-01 now 3');
     expect(await keys('agent+task_type+client/week')).not.toContain('2026-12-01 now 1');
     expect(await keys('agent+task_type+client/month')).toContain('2026-12-01 now 1');
+    expect(await keys('agent+task_type+client/month')).not.toContain('2026-12-01 today 1');
+    await expectExact(ctx);
+    h.clock.set(new Date(at('2026-12-03')));
+    await foldOnce(h.ctx);
+    expect(await keys('agent+task_type+client/month')).toContain('2026-12-01 today 1');
     await expectExact(ctx);
     h.clock.set(new Date(NOW));
   });
