@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { CompiledQuery, sql, type Compilable } from 'kysely';
-import { selectArrays, writerOf, type DbOrTrx, type Engine } from '../storage/db.js';
+import { inTransaction, selectArrays, writerOf, type DbOrTrx, type Engine } from '../storage/db.js';
 
 /** Rows per SQLite page and per PostgreSQL FETCH. */
 export const PAGE_ROWS = 2000;
@@ -32,7 +32,7 @@ export async function* streamRows(
       const compiled = (await plan(trx)).compile();
       await trx.executeQuery({ ...compiled, sql: `CREATE TEMP TABLE ${name} AS ${compiled.sql}` });
     };
-    await (db.isTransaction ? fill(db) : db.transaction().execute(fill));
+    await inTransaction(db, fill);
     try {
       for (let after = 0; ;) {
         const page = sql`SELECT *, rowid FROM ${table} WHERE rowid > ${after} ORDER BY rowid LIMIT ${PAGE_ROWS}`;
