@@ -250,26 +250,19 @@ export async function foldOnce(ctx: ServiceCtx, options: FoldOptions = {}): Prom
       .where('id', '=', 1)
       .$if(postgres, (q) => q.forUpdate())
       .executeTakeFirstOrThrow();
-    // The weeks that ended since the last pass get their rows first; this pass's events then
-    // add to them like any back-dated event (rollups.ts coarseThroughAt).
+    // The weeks and days that ended since the last pass get their week and month rows first;
+    // this pass's events then add to them like any back-dated event (rollups.ts coarseThroughAt,
+    // monthsThroughAt).
     const closedThrough = Number(state.coarse_through);
     const coarseThrough = Math.max(closedThrough, coarseThroughAt(now));
-    if (coarseThrough > closedThrough) {
-      await closeWeeks(trx, ctx.engine, closedThrough, coarseThrough);
-      await trx
-        .updateTable('fold_state')
-        .set({ coarse_through: coarseThrough })
-        .where('id', '=', 1)
-        .execute();
-    }
-    // Likewise the days that ended get their month rows (rollups.ts monthsThroughAt).
     const monthsClosedThrough = Number(state.months_through);
     const monthsThrough = Math.max(monthsClosedThrough, monthsThroughAt(now));
-    if (monthsThrough > monthsClosedThrough) {
+    if (coarseThrough > closedThrough || monthsThrough > monthsClosedThrough) {
+      await closeWeeks(trx, ctx.engine, closedThrough, coarseThrough);
       await closeMonthDays(trx, ctx.engine, monthsClosedThrough, monthsThrough);
       await trx
         .updateTable('fold_state')
-        .set({ months_through: monthsThrough })
+        .set({ coarse_through: coarseThrough, months_through: monthsThrough })
         .where('id', '=', 1)
         .execute();
     }

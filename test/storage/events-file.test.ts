@@ -51,9 +51,9 @@ async function rowsOf(db: Db, schema: 'main' | 'ingest', table: string): Promise
   return rows;
 }
 
-/** Tracks a few events (two with idempotency keys) through the API's own path. */
-async function trackSome(storage: Storage): Promise<void> {
-  const config = { ...loadConfig({ TALLY_LOG_LEVEL: 'silent' }), foldInline: false };
+/** A service context on `storage` (folding left to the test, on a fixed clock) and a new organisation's. */
+async function orgOn(storage: Storage, env: Record<string, string> = {}) {
+  const config = { ...loadConfig({ TALLY_LOG_LEVEL: 'silent', ...env }), foldInline: false };
   const ctx = {
     db: storage.db,
     engine: storage.engine,
@@ -62,6 +62,12 @@ async function trackSome(storage: Storage): Promise<void> {
   };
   const created = await createOrganization({ ctx, input: { name: 'Split', plan: 'enterprise' } });
   const org: OrgCtx = { ...ctx, org: await getOrganization({ ctx, id: created.org.id }), actorKeyId: null };
+  return { ctx, org };
+}
+
+/** Tracks a few events (two with idempotency keys) through the API's own path. */
+async function trackSome(storage: Storage): Promise<void> {
+  const { org } = await orgOn(storage);
   for (const [agent, key] of [
     ['a', 'k-1'],
     ['b', null],
@@ -176,22 +182,7 @@ describe('the events file (sqlite)', () => {
   it('tracks while a pass holds the main file: the pass folds what it read, the next one the rest, each once', async () => {
     const storage = await createTestStorage('sqlite', { file: tempFile('tally-split-', 'pass.db') });
     try {
-      const config = {
-        ...loadConfig({ TALLY_LOG_LEVEL: 'silent', TALLY_WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }),
-        foldInline: false,
-      };
-      const ctx = {
-        db: storage.db,
-        engine: storage.engine,
-        clock: new ManualClock('2026-11-20T12:00:00.000Z'),
-        config,
-      };
-      const created = await createOrganization({ ctx, input: { name: 'Pass', plan: 'enterprise' } });
-      const org: OrgCtx = {
-        ...ctx,
-        org: await getOrganization({ ctx, id: created.org.id }),
-        actorKeyId: null,
-      };
+      const { ctx, org } = await orgOn(storage, { TALLY_WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });
       await createWebhook({
         ctx: org,
         input: { url: 'http://127.0.0.1:9/hook', event_types: ['event.created', 'agent.first_event'] },
