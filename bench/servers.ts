@@ -47,7 +47,12 @@ async function tally(engine: 'sqlite' | 'postgres') {
   }
   // The benchmark measures throughput, not the per-key rate limit: lift the Enterprise rate.
   const config = {
-    ...loadConfig({ TALLY_DATABASE_URL: url, TALLY_LOG_LEVEL: 'silent' }),
+    ...loadConfig({
+      TALLY_DATABASE_URL: url,
+      TALLY_LOG_LEVEL: 'silent',
+      // Events per folding pass (README "Ingest behind a watermark"), to measure other sizes.
+      TALLY_FOLD_BATCH: process.env.TALLY_FOLD_BATCH,
+    }),
     plans: {
       ...DEFAULT_PLANS,
       enterprise: { ...DEFAULT_PLANS.enterprise, track_rate_per_second: 10_000_000 },

@@ -29,6 +29,12 @@ export interface Config {
    * folding stage runs on its own (fold.ts, DESIGN §11).
    */
   foldInline: boolean;
+  /**
+   * Events a folding pass takes at most (TALLY_FOLD_BATCH); null: the engine's default
+   * (fold.ts FOLD_BATCH). Larger passes fold a backlog sooner; on SQLite the main file's other
+   * writes wait for each pass.
+   */
+  foldBatch: number | null;
 }
 
 export interface DatabaseTimeouts {
@@ -192,5 +198,9 @@ export function loadConfig(env: Env = process.env): Config {
     },
     shutdownTimeoutMs: integer(env, 'TALLY_SHUTDOWN_TIMEOUT_MS', 10_000, 100, 600_000),
     foldInline: boolean(env, 'TALLY_FOLD_INLINE', false),
+    foldBatch:
+      env.TALLY_FOLD_BATCH === undefined || env.TALLY_FOLD_BATCH === ''
+        ? null
+        : integer(env, 'TALLY_FOLD_BATCH', 0, 1, 10_000_000),
   };
 }

@@ -52,6 +52,17 @@ async function untilFoldable(ctx: ServiceCtx) {
   throw new Error('the events did not become foldable');
 }
 
+describe('TALLY_FOLD_BATCH', () => {
+  it('leaves the engine default unset, and takes a whole number of events from 1', () => {
+    expect(loadConfig({}).foldBatch).toBeNull();
+    expect(loadConfig({ TALLY_FOLD_BATCH: '' }).foldBatch).toBeNull();
+    expect(loadConfig({ TALLY_FOLD_BATCH: '50000' }).foldBatch).toBe(50_000);
+    for (const bad of ['0', '-5', '2.5', 'many', '99999999999']) {
+      expect(() => loadConfig({ TALLY_FOLD_BATCH: bad })).toThrow(/^TALLY_FOLD_BATCH must be a whole number/);
+    }
+  });
+});
+
 describe.each(ENGINES)('the folding stage (%s)', (engine) => {
   let h: Harness;
   beforeAll(async () => {
@@ -217,6 +228,24 @@ describe.each(ENGINES)('the folding stage (%s)', (engine) => {
       expect(limits.at(-1)).toBe(8);
     },
   );
+
+  it('takes at most TALLY_FOLD_BATCH events a pass when it is set', async () => {
+    await foldAll(h.ctx);
+    const ctx = await orgWithWebhook();
+    await seed(ctx, randomEvents(13, 5));
+    await untilFoldable(h.ctx);
+    const { foldBatch } = loadConfig({ TALLY_FOLD_BATCH: '2' });
+    const stage = new FoldStage({ ...h.ctx, config: { ...h.ctx.config, foldBatch } });
+    const passes = [];
+    for (let i = 0; i < 3; i++) passes.push(await stage.foldNow());
+    expect(passes.map((p) => [p.folded, p.more])).toEqual([
+      [2, true],
+      [2, true],
+      [1, false],
+    ]);
+    expect(await derived(h.ctx.db, ctx.org.id)).toMatchObject({ rolledUp: 5, usage: 5, created: 5 });
+    await expectExact(ctx);
+  });
 
   it('a large pass writes the webhook messages of its events a chunk at a time, each once', async () => {
     await foldAll(h.ctx);
