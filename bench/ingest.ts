@@ -11,9 +11,13 @@
  *   after, so a slow spell of the machine weighs on both sides of the ratio;
  * - the time from the end of the load until the fold lag (/metrics) is back under 1 s;
  * - the latency of a read (GET /v1/task-types, which reads the organisation's custom task
- *   types), every 200 ms from the start of the load until the lag is back under 1 s. On SQLite a
- *   folding pass holds the write connection for seconds (fold-thread.ts): a read there waits for
- *   the pass under way; API and dashboard reads use the read connection (http/app-types.ts).
+ *   types) and of a write to the main file (PATCH /v1/settings), one after the other, 200 ms
+ *   apart on average, from the start of the load until the lag is back under 1 s. On SQLite a
+ *   folding pass holds the main file's write lock for seconds (fold-thread.ts): the write waits
+ *   for the pass under way; API and dashboard reads use the read connection (http/app-types.ts)
+ *   and wait for no pass.
+ *
+ * TALLY_FOLD_BATCH sets the events per folding pass (README "Ingest behind a watermark").
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -170,18 +174,28 @@ async function runEngine(engine: 'sqlite' | 'postgres', port: number) {
   let next = 0;
   let failed = 0;
   let maxTail = 0;
-  // A read, timed on an HTTP connection of its own while the stage is busy.
+  // A read and a write of the main file, timed on an HTTP connection of their own while the
+  // stage is busy.
   const prober = new Pool(`http://127.0.0.1:${port}`, { connections: 1 });
   const reads: number[] = [];
+  const writes: number[] = [];
+  const timed = async (into: number[], method: 'GET' | 'PATCH', path: string, body?: string) => {
+    const t0 = performance.now();
+    const res = await prober.request({ method, path, headers, ...(body === undefined ? {} : { body }) });
+    await res.body.arrayBuffer();
+    if (res.statusCode !== 200) throw new Error(`${method} ${path} answered ${res.statusCode}`);
+    into.push(performance.now() - t0);
+  };
   let probing = true;
+  // At random times (0–400 ms apart), so that the write does not fall into step with the passes:
+  // at fixed times it would come at the same point of every pass (a backlog's passes follow one
+  // another, and the write right after each).
+  const pause = rng(3);
   const probe = (async () => {
     while (probing) {
-      const t0 = performance.now();
-      const res = await prober.request({ method: 'GET', path: '/v1/task-types', headers });
-      await res.body.arrayBuffer();
-      if (res.statusCode !== 200) throw new Error(`GET /v1/task-types answered ${res.statusCode}`);
-      reads.push(performance.now() - t0);
-      await new Promise((r) => setTimeout(r, 200));
+      await timed(reads, 'GET', '/v1/task-types');
+      await timed(writes, 'PATCH', '/v1/settings', JSON.stringify({ name: 'bench' }));
+      await new Promise((r) => setTimeout(r, pause() * 400));
     }
   })();
   const started = performance.now();
@@ -243,6 +257,7 @@ async function runEngine(engine: 'sqlite' | 'postgres', port: number) {
     endTail,
     caughtUp,
     reads: reads.sort((a, b) => a - b),
+    writes: writes.sort((a, b) => a - b),
   };
 }
 
@@ -251,16 +266,21 @@ const quantile = (values: number[], q: number) =>
   values[Math.min(values.length - 1, Math.floor(q * values.length))] ?? NaN;
 
 const engines = (process.env.BENCH_ENGINES ?? 'sqlite,postgres').split(',') as Array<'sqlite' | 'postgres'>;
+const passes = process.env.TALLY_FOLD_BATCH
+  ? `passes of ${process.env.TALLY_FOLD_BATCH} events`
+  : 'default passes';
 console.log(
-  `POST /v1/track/batch: ${TOTAL.toLocaleString('en')} events, ${PER_REQUEST} per request, ${IN_FLIGHT} requests in flight, occurred_at over 89 days`,
+  `POST /v1/track/batch: ${TOTAL.toLocaleString('en')} events, ${PER_REQUEST} per request, ${IN_FLIGHT} requests in flight, occurred_at over 89 days; folding in ${passes}`,
 );
 console.log(
-  'engine     events/s   floor/s  vs floor  failed  tail max  tail at end  lag < 1 s after  a read p50 / p99 / max',
+  'engine     events/s   floor/s  vs floor  failed  tail max  tail at end  lag < 1 s after  a read p50 / p99 / max  a write (PATCH /v1/settings) p50 / p99 / max',
 );
+const spread = (values: number[]) =>
+  `${[0.5, 0.99, 1].map((q) => `${quantile(values, q).toFixed(0)} ms`).join(' / ')} (${values.length})`;
 let port = 18_180;
 for (const engine of engines) {
   const r = await runEngine(engine, port++);
   console.log(
-    `${engine.padEnd(9)} ${r.rate.toFixed(0).padStart(9)} ${r.floor.toFixed(0).padStart(9)} ${`${((r.rate / r.floor) * 100).toFixed(1)}%`.padStart(9)} ${String(r.failed).padStart(7)} ${String(r.maxTail).padStart(9)} ${String(r.endTail).padStart(12)} ${`${r.caughtUp.toFixed(1)} s`.padStart(16)}  ${[0.5, 0.99, 1].map((q) => `${quantile(r.reads, q).toFixed(0)} ms`).join(' / ')} (${r.reads.length} reads)`,
+    `${engine.padEnd(9)} ${r.rate.toFixed(0).padStart(9)} ${r.floor.toFixed(0).padStart(9)} ${`${((r.rate / r.floor) * 100).toFixed(1)}%`.padStart(9)} ${String(r.failed).padStart(7)} ${String(r.maxTail).padStart(9)} ${String(r.endTail).padStart(12)} ${`${r.caughtUp.toFixed(1)} s`.padStart(16)}  ${spread(r.reads)}  ${spread(r.writes)}`,
   );
 }
