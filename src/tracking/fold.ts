@@ -39,22 +39,22 @@ import { eventView } from './events.js';
 /**
  * Events folded per transaction at most (a PostgreSQL transaction's events are never split),
  * unless TALLY_FOLD_BATCH says otherwise (config.foldBatch). Larger passes fold a backlog faster
- * (each writes the rollup rows its events share once, and each rollup page it touches once), but
- * a SQLite pass holds the main file's write lock throughout: the main thread's other writes
- * (webhook deliveries, settings, keys) queue behind it, and another process's writes wait up to
+ * (each writes the rollup rows its events share once, and each rollup page it touches once), but a
+ * SQLite pass holds the main file's write lock throughout: the main thread's other writes (webhook
+ * deliveries, settings, keys) queue behind it, and another process's writes wait up to
  * TALLY_SQLITE_BUSY_TIMEOUT_MS (5 s) for it. Tracking does not wait: it writes the events file
- * (storage/events-file.ts). bench:ingest on SQLite (1,000,000 random backfilled events), the
- * longest pass and the time from the end of the load until the lag was under 1 s: 20,000 per
- * pass, 3.2–3.4 s and 92–99 s; 50,000, 5.5–6.2 s and 49–56 s; 100,000, 8.4 s and 36 s; 200,000,
- * 14 s and 35 s. 20,000 keeps a pass under the busy timeout on a database of that size. Smaller
- * caps were measured slower in total (see FoldStage's pacing): 2,000 held bench:ingest to 13 % of
- * its floor. On PostgreSQL tracking and every other write go on while a pass folds, and a larger
- * pass folds faster: on 400,000 random backfilled events, 8,466 events/s in passes of 20,000,
- * 10,146 in passes of 50,000, 11,886 in passes of 100,000; on 1,000,000, 173–199 µs per event in
- * passes of 50,000 and 117–127 µs in passes of 200,000. With 200,000, bench:ingest's stage
- * caught up 99–106 s after the load instead of 155 s. A pass reads the events of the
- * organisations with webhooks into the service MESSAGE_CHUNK at a time, and one that outlasts
- * the statement timeout makes the next ones smaller (FoldStage.foldNow).
+ * (storage/events-file.ts). bench:ingest on SQLite (1,000,000 random backfilled events; README
+ * "The size of a pass"): the lag was under 1 s 90–93 s after the load in passes of 20,000, 49–52 s
+ * in passes of 50,000 and 44 s in passes of 100,000, while a write to the main file waited up to
+ * 3.1, 5.3 and 8.6 s. 20,000 keeps a pass under the busy timeout on a database of that size.
+ * Smaller caps were measured slower in total (see FoldStage's pacing): 2,000 held bench:ingest to
+ * 13 % of its floor. On PostgreSQL tracking and every other write go on while a pass folds, and a
+ * larger pass folds faster: on 400,000 random backfilled events, 8,466 events/s in passes of
+ * 20,000, 10,146 in passes of 50,000, 11,886 in passes of 100,000; on 1,000,000, 173–199 µs per
+ * event in passes of 50,000 and 117–127 µs in passes of 200,000. With 200,000, bench:ingest's
+ * stage caught up 99–106 s after the load instead of 155 s. A pass reads the events of the
+ * organisations with webhooks into the service MESSAGE_CHUNK at a time, and one that outlasts the
+ * statement timeout makes the next ones smaller (FoldStage.foldNow).
  */
 export const FOLD_BATCH = { sqlite: 20_000, postgres: 200_000 } as const;
 
