@@ -11,11 +11,11 @@
  *   after, so a slow spell of the machine weighs on both sides of the ratio;
  * - the time from the end of the load until the fold lag (/metrics) is back under 1 s;
  * - the latency of a read (GET /v1/task-types, which reads the organisation's custom task
- *   types) and of a write to the main file (PATCH /v1/settings), one after the other, 200 ms
- *   apart on average, from the start of the load until the lag is back under 1 s. On SQLite a
- *   folding pass holds the main file's write lock for seconds (fold-thread.ts): the write waits
- *   for the pass under way; API and dashboard reads use the read connection (http/app-types.ts)
- *   and wait for no pass.
+ *   types) and of a write to the main file (PATCH /v1/settings), both sent every 200 ms from the
+ *   start of the load until the lag is back under 1 s, each on time whatever the ones before it
+ *   still wait for. On SQLite a folding pass holds the main file's write lock for seconds
+ *   (fold-thread.ts): the write waits for the rest of the pass under way; API and dashboard reads
+ *   use the read connection (http/app-types.ts) and wait for no pass.
  *
  * TALLY_FOLD_BATCH sets the events per folding pass (README "Ingest behind a watermark").
  */
@@ -174,9 +174,11 @@ async function runEngine(engine: 'sqlite' | 'postgres', port: number) {
   let next = 0;
   let failed = 0;
   let maxTail = 0;
-  // A read and a write of the main file, timed on an HTTP connection of their own while the
-  // stage is busy.
-  const prober = new Pool(`http://127.0.0.1:${port}`, { connections: 1 });
+  // A read and a write of the main file every 200 ms, each sent on time whether or not the ones
+  // before it were answered (on connections of their own), so that they come at any point of a
+  // pass: one that waited for the previous answer would come just after a pass began, since the
+  // answer comes when a pass ends.
+  const prober = new Pool(`http://127.0.0.1:${port}`, { connections: 64 });
   const reads: number[] = [];
   const writes: number[] = [];
   const timed = async (into: number[], method: 'GET' | 'PATCH', path: string, body?: string) => {
@@ -187,15 +189,14 @@ async function runEngine(engine: 'sqlite' | 'postgres', port: number) {
     into.push(performance.now() - t0);
   };
   let probing = true;
-  // At random times (0–400 ms apart), so that the write does not fall into step with the passes:
-  // at fixed times it would come at the same point of every pass (a backlog's passes follow one
-  // another, and the write right after each).
-  const pause = rng(3);
+  const probes: Array<Promise<unknown>> = [];
   const probe = (async () => {
     while (probing) {
-      await timed(reads, 'GET', '/v1/task-types');
-      await timed(writes, 'PATCH', '/v1/settings', JSON.stringify({ name: 'bench' }));
-      await new Promise((r) => setTimeout(r, pause() * 400));
+      // Settled at once (the failure is thrown below, after the run), so none goes unhandled.
+      probes.push(timed(reads, 'GET', '/v1/task-types').catch((e: unknown) => e));
+      const write = JSON.stringify({ name: 'bench' });
+      probes.push(timed(writes, 'PATCH', '/v1/settings', write).catch((e: unknown) => e));
+      await new Promise((r) => setTimeout(r, 200));
     }
   })();
   const started = performance.now();
@@ -241,6 +242,7 @@ async function runEngine(engine: 'sqlite' | 'postgres', port: number) {
   }
   probing = false;
   await probe;
+  const probeFailure = (await Promise.all(probes)).find((outcome) => outcome instanceof Error);
   await prober.close();
   await api.close();
   server.child.kill('SIGTERM');
@@ -249,6 +251,7 @@ async function runEngine(engine: 'sqlite' | 'postgres', port: number) {
   floorSeconds += await runFloor(floor.storage, half, TOTAL, now);
   await floor.storage.close();
   await floor.drop();
+  if (probeFailure !== undefined) throw probeFailure;
   return {
     rate: TOTAL / loadSeconds,
     floor: TOTAL / floorSeconds,

@@ -44,9 +44,9 @@ import { eventView } from './events.js';
  * deliveries, settings, keys) queue behind it, and another process's writes wait up to
  * TALLY_SQLITE_BUSY_TIMEOUT_MS (5 s) for it. Tracking does not wait: it writes the events file
  * (storage/events-file.ts). bench:ingest on SQLite (1,000,000 random backfilled events; README
- * "The size of a pass"): the lag was under 1 s 90–93 s after the load in passes of 20,000, 49–52 s
- * in passes of 50,000 and 44 s in passes of 100,000, while a write to the main file waited up to
- * 3.1, 5.3 and 8.6 s. 20,000 keeps a pass under the busy timeout on a database of that size.
+ * "The size of a pass"): the lag was under 1 s 90–95 s after the load in passes of 20,000, 49–54 s
+ * in passes of 50,000 and 44–48 s in passes of 100,000, while a write to the main file waited up
+ * to 4.6, 7.1 and 10.9 s (p50 1.5, 2.8 and 4.0 s). 20,000 keeps a pass under the busy timeout on a database of that size.
  * Smaller caps were measured slower in total (see FoldStage's pacing): 2,000 held bench:ingest to
  * 13 % of its floor. On PostgreSQL tracking and every other write go on while a pass folds, and a
  * larger pass folds faster: on 400,000 random backfilled events, 8,466 events/s in passes of
