@@ -15,10 +15,9 @@ import type { Db } from '../../src/storage/db.js';
 import { readFoldState } from '../../src/storage/snapshot.js';
 import { foldOnce } from '../../src/tracking/fold.js';
 import { ENGINES } from '../support/engines.js';
-import { createHarness, type Harness } from '../support/harness.js';
+import { createHarness, pausedStageOptions, type Harness } from '../support/harness.js';
 import { DAY, expectedRows, NOW, PERIODS, type Dim, windowFrom } from './reference.js';
 import { seed, type SeedEvent } from './seed.js';
-import { unlimited } from './unlimited.js';
 
 const eventArb: fc.Arbitrary<SeedEvent> = fc.record({
   agent: fc.constantFrom('a', 'b', 'c'),
@@ -81,11 +80,7 @@ async function reopenDays(db: Db, from: number): Promise<void> {
 describe.each(ENGINES)('reports at random fold points (%s)', (engine) => {
   let h: Harness;
   beforeAll(async () => {
-    h = await createHarness(engine, {
-      now: new Date(NOW).toISOString(),
-      rateLimiter: unlimited,
-      env: { TALLY_FOLD_INLINE: 'false' },
-    });
+    h = await createHarness(engine, pausedStageOptions(NOW));
   });
   afterAll(async () => h.close());
 

@@ -5,9 +5,8 @@ import { migrateToLatest } from '../../src/storage/db.js';
 import { readFoldState } from '../../src/storage/snapshot.js';
 import type { OrgCtx } from '../../src/context.js';
 import { lcg, seed, type SeedEvent } from '../reports/seed.js';
-import { unlimited } from '../reports/unlimited.js';
 import { ENGINES } from '../support/engines.js';
-import { createHarness, type Harness } from '../support/harness.js';
+import { createHarness, pausedStageOptions, type Harness } from '../support/harness.js';
 import { expectExact, foldAll } from '../tracking/derived.js';
 
 const NOW = Date.parse('2026-11-20T12:00:00.000Z');
@@ -33,11 +32,7 @@ async function monthEvents(ctx: OrgCtx): Promise<Record<string, number>> {
 describe.each(ENGINES)('migration 0015 on a database with rollups (%s)', (engine) => {
   let h: Harness;
   beforeAll(async () => {
-    h = await createHarness(engine, {
-      now: new Date(NOW).toISOString(),
-      rateLimiter: unlimited,
-      env: { TALLY_FOLD_INLINE: 'false' },
-    });
+    h = await createHarness(engine, pausedStageOptions(NOW));
   });
   afterAll(async () => h.close());
 

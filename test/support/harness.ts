@@ -8,6 +8,7 @@ import { MemoryRateLimiter, type RateLimiter } from '../../src/http/rate-limit.j
 import { createOrganization, getOrganization } from '../../src/orgs/organizations.js';
 import type { Engine } from '../../src/storage/db.js';
 import { createTestStorage, type TestStorage } from './engines.js';
+import { unlimited } from '../reports/unlimited.js';
 import { watchResponses } from './openapi.js';
 
 export interface TestOrg {
@@ -43,6 +44,14 @@ export interface HarnessOptions {
   now?: string;
   env?: Record<string, string>;
   rateLimiter?: RateLimiter;
+}
+
+/**
+ * A harness at the fixed instant `nowMs`, without rate limits, whose folding stage runs only when
+ * a test calls it (TALLY_FOLD_INLINE=false): for tests that fold at chosen points.
+ */
+export function pausedStageOptions(nowMs: number): HarnessOptions {
+  return { now: new Date(nowMs).toISOString(), rateLimiter: unlimited, env: { TALLY_FOLD_INLINE: 'false' } };
 }
 
 /** A fresh app on a fresh database with one organisation and key, per test file or test. */

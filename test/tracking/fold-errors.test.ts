@@ -1,9 +1,8 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { foldStageFor, tailState } from '../../src/tracking/fold.js';
-import { unlimited } from '../reports/unlimited.js';
 import { ENGINES } from '../support/engines.js';
-import { createHarness, type Harness } from '../support/harness.js';
+import { createHarness, pausedStageOptions, type Harness } from '../support/harness.js';
 
 const NOW = Date.parse('2026-11-20T12:00:00.000Z');
 
@@ -23,11 +22,7 @@ async function until(check: () => Promise<boolean> | boolean, what: string, ms =
 describe.each(ENGINES)('a failing folding stage (%s)', (engine) => {
   let h: Harness;
   beforeAll(async () => {
-    h = await createHarness(engine, {
-      now: new Date(NOW).toISOString(),
-      rateLimiter: unlimited,
-      env: { TALLY_FOLD_INLINE: 'false' },
-    });
+    h = await createHarness(engine, pausedStageOptions(NOW));
   });
   afterAll(async () => h.close());
 
