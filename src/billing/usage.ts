@@ -1,7 +1,7 @@
 import type { OrgCtx } from '../context.js';
 import type { DbOrTrx } from '../storage/db.js';
 import { projectedOverageEur } from './overage.js';
-import { inSnapshot, readWatermark } from '../storage/snapshot.js';
+import { inSnapshot } from '../storage/snapshot.js';
 import { usageCounts, usageMonth } from './usage-counter.js';
 
 /**
@@ -11,8 +11,8 @@ import { usageCounts, usageMonth } from './usage-counter.js';
 export async function getUsage({ ctx }: { ctx: OrgCtx }) {
   const now = ctx.clock.now();
   const month = usageMonth(now);
-  const { month: thisMonth, lifetime } = await inSnapshot(ctx.db, ctx.engine, async (db: DbOrTrx) =>
-    usageCounts(db, ctx.org.id, month, await readWatermark(db)),
+  const { month: thisMonth, lifetime } = await inSnapshot(ctx.db, ctx.engine, (db: DbOrTrx, fold) =>
+    usageCounts(db, ctx.org.id, month, fold.watermark),
   );
   const plan = ctx.config.plans[ctx.org.plan];
   const included = plan.included_events_per_month;

@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import type { OrgCtx } from '../context.js';
 import { fromMicros } from '../money.js';
 import { selectArrays } from '../storage/db.js';
@@ -6,7 +5,7 @@ import { inSnapshot, readFoldState, type IngestSeq } from '../storage/snapshot.j
 import { aggregateQuery } from './aggregate-sql.js';
 import { GROUP_KEY, periodRange, type Dimension, type ReportInput } from './params.js';
 import { sortReportRows } from './order.js';
-import { clientFromMetadata, planSources } from './plan.js';
+import { chooseGrain, clientFromMetadata, planSources } from './plan.js';
 import { DAY_MS } from './rollups.js';
 import { streamRows } from './stream-rows.js';
 
@@ -125,7 +124,7 @@ async function prepare(ctx: OrgCtx, input: ReportInput, options: ReportOptions, 
     sort: input.sort,
     total_groups: totalGroups,
   });
-  return { query, meta, sources };
+  return { query, meta };
 }
 
 /**
@@ -141,19 +140,15 @@ export async function buildReport({
   input: ReportInput;
   options?: ReportOptions;
 }) {
-  return inSnapshot(ctx.db, ctx.engine, async (db) =>
-    buildReportIn({ ...ctx, db }, input, options, await readFoldState(db)),
-  );
+  // PostgreSQL: a report that reads rollups runs without parallel workers (SnapshotOptions).
+  const serial = !options.forceRaw && chooseGrain(input.groupBy, clientFromMetadata(input.filters)) !== null;
+  return inSnapshot(ctx.db, ctx.engine, (db, fold) => buildReportIn({ ...ctx, db }, input, options, fold), {
+    serial,
+  });
 }
 
 async function buildReportIn(ctx: OrgCtx, input: ReportInput, options: ReportOptions, fold: FoldView) {
-  const { query, meta, sources } = await prepare(ctx, input, options, fold);
-  // PostgreSQL plans a report that reads rollups in parallel once its row estimate is large
-  // enough; starting the workers costs more than the few thousand rows they would share (agent
-  // 7d on 1M events: 3.7 ms serial, 29.9 ms with two workers). Reports from raw events alone
-  // keep their workers.
-  if (ctx.engine === 'postgres' && sources.some((s) => s.kind === 'rollup'))
-    await sql`SET LOCAL max_parallel_workers_per_gather = 0`.execute(ctx.db);
+  const { query, meta } = await prepare(ctx, input, options, fold);
   // Without `top` every group is a row: the query need not count them. On PostgreSQL they are
   // also sorted here rather than by a Sort over the aggregate's wide rows (order.ts; agent ×
   // task type × client 30d on 1M events, 10,500 rows: 50.7 → 46.3 ms). SQLite sorts them cheaply

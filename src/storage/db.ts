@@ -4,13 +4,17 @@ import { dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import SQLite from 'better-sqlite3';
 import {
+  CompiledQuery,
   Kysely,
   PostgresAdapter,
   PostgresDialect,
   SqliteDialect,
   sql,
-  type CompiledQuery,
+  type DatabaseConnection,
+  type Driver,
+  type QueryResult,
   type Transaction,
+  type TransactionSettings,
 } from 'kysely';
 import pg from 'pg';
 import { DEFAULT_DATABASE_TIMEOUTS, type DatabaseTimeouts } from '../config.js';
@@ -42,6 +46,14 @@ pg.types.setTypeParser(pg.types.builtins.NUMERIC, (v) => Number(v));
  * (agent × client × week over 90 days, 58,000 rows on SQLite: 151 → 109 ms).
  */
 export const ARRAY_ROWS = '/* array rows */ ';
+
+/**
+ * PostgreSQL: a text starting with this comment holds several statements without parameters,
+ * sent together (the simple query protocol, one round trip); the query answers the rows of the
+ * last one. Opening a report's snapshot this way starts its transaction, sets it up and reads the
+ * folding stage's state in one round trip instead of three (storage/snapshot.ts).
+ */
+export const LAST_RESULT = '/* last result */ ';
 
 /** Runs a compiled SELECT and returns its rows as arrays (see ARRAY_ROWS). */
 export async function selectArrays(db: DbOrTrx, compiled: CompiledQuery<unknown>): Promise<unknown[][]> {
@@ -170,8 +182,101 @@ export function openStorage(url: string, options: OpenOptions = {}): Storage {
     reusePreparedStatements(client);
     if (timeouts.statementTimeoutMs > 0) boundQueries(client, timeouts.statementTimeoutMs + CLIENT_GRACE_MS);
   });
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<Database>({ dialect: new SnapshotPostgresDialect({ pool }) });
   return { engine: 'postgres', db, close: () => db.destroy() };
+}
+
+/** The start of a read-only snapshot (storage/snapshot.ts), which SnapshotDriver defers. */
+const SNAPSHOT_BEGIN = 'START TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY';
+
+/**
+ * PostgreSQL's dialect, whose read-only REPEATABLE READ transactions (the snapshots of reports,
+ * usage and exports) send their START TRANSACTION with their first query rather than on its own:
+ * in one round trip with it when that query is a LAST_RESULT text, just before it otherwise. The
+ * snapshot is taken at the first query either way, not at the start. A transaction that runs no
+ * query sends nothing at all.
+ */
+class SnapshotPostgresDialect extends PostgresDialect {
+  override createDriver(): Driver {
+    return new SnapshotDriver(super.createDriver());
+  }
+}
+
+class DeferredBeginConnection implements DatabaseConnection {
+  begin: string | null = null;
+
+  constructor(readonly inner: DatabaseConnection) {}
+
+  async executeQuery<R>(compiled: CompiledQuery): Promise<QueryResult<R>> {
+    const begin = this.begin;
+    if (begin === null) return this.inner.executeQuery<R>(compiled);
+    this.begin = null;
+    if (compiled.sql.startsWith(LAST_RESULT) && compiled.parameters.length === 0) {
+      const statements = compiled.sql.slice(LAST_RESULT.length);
+      return this.inner.executeQuery<R>(CompiledQuery.raw(`${LAST_RESULT}${begin}; ${statements}`));
+    }
+    await this.inner.executeQuery(CompiledQuery.raw(begin));
+    return this.inner.executeQuery<R>(compiled);
+  }
+
+  async *streamQuery<R>(compiled: CompiledQuery, chunkSize?: number): AsyncIterableIterator<QueryResult<R>> {
+    if (this.begin !== null) {
+      await this.inner.executeQuery(CompiledQuery.raw(this.begin));
+      this.begin = null;
+    }
+    yield* this.inner.streamQuery<R>(compiled, chunkSize);
+  }
+}
+
+class SnapshotDriver implements Driver {
+  constructor(private readonly inner: Driver) {}
+
+  init(): Promise<void> {
+    return this.inner.init();
+  }
+
+  async acquireConnection(): Promise<DatabaseConnection> {
+    return new DeferredBeginConnection(await this.inner.acquireConnection());
+  }
+
+  async beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
+    if (settings.isolationLevel === 'repeatable read' && settings.accessMode === 'read only') {
+      (connection as DeferredBeginConnection).begin = SNAPSHOT_BEGIN;
+      return;
+    }
+    await this.inner.beginTransaction(connection, settings);
+  }
+
+  async commitTransaction(connection: DatabaseConnection): Promise<void> {
+    if (!this.startedNothing(connection)) await this.inner.commitTransaction(connection);
+  }
+
+  async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    if (!this.startedNothing(connection)) await this.inner.rollbackTransaction(connection);
+  }
+
+  savepoint: Driver['savepoint'] = (connection, name, compile) =>
+    this.inner.savepoint?.(connection, name, compile) ?? Promise.resolve();
+  rollbackToSavepoint: Driver['rollbackToSavepoint'] = (connection, name, compile) =>
+    this.inner.rollbackToSavepoint?.(connection, name, compile) ?? Promise.resolve();
+  releaseSavepoint: Driver['releaseSavepoint'] = (connection, name, compile) =>
+    this.inner.releaseSavepoint?.(connection, name, compile) ?? Promise.resolve();
+
+  releaseConnection(connection: DatabaseConnection): Promise<void> {
+    return this.inner.releaseConnection((connection as DeferredBeginConnection).inner);
+  }
+
+  destroy(): Promise<void> {
+    return this.inner.destroy();
+  }
+
+  /** Whether the transaction on `connection` was deferred and ran no query (then forgotten). */
+  private startedNothing(connection: DatabaseConnection): boolean {
+    const deferred = connection as DeferredBeginConnection;
+    if (deferred.begin === null) return false;
+    deferred.begin = null;
+    return true;
+  }
 }
 
 /**
@@ -358,6 +463,10 @@ function reusePreparedStatements(client: pg.PoolClient): void {
   const target = client as unknown as { query: Query };
   const query = target.query.bind(client);
   target.query = (text, values) => {
+    if (typeof text === 'string' && text.startsWith(LAST_RESULT)) {
+      const results = query(text) as Promise<pg.QueryResult | pg.QueryResult[]>;
+      return results.then((r) => (Array.isArray(r) ? r[r.length - 1] : r));
+    }
     if (typeof text === 'string' && text.startsWith(ARRAY_ROWS)) {
       // Never named: reports are planned for their own parameters (a generic plan of the
       // three-key report ran 50 → 73 ms).

@@ -17,7 +17,7 @@ import {
   type Engine,
 } from '../storage/db.js';
 import type { EventRow } from '../storage/schema.js';
-import { inSnapshot, readFoldState, readWatermark } from '../storage/snapshot.js';
+import { inSnapshot, readFoldState } from '../storage/snapshot.js';
 import { enqueueNewEventMessages, type NewEventMessage } from '../webhooks/outbox.js';
 import { eventView } from './events.js';
 
@@ -355,8 +355,7 @@ function readTail(
   engine: Engine,
   count: boolean,
 ): Promise<{ events: number | null; headReceivedAt: number | null }> {
-  return inSnapshot(db, engine, async (trx) => {
-    const watermark = await readWatermark(trx);
+  return inSnapshot(db, engine, async (trx, { watermark }) => {
     const head = (await headReceivedAt(trx, engine, watermark)).rows[0]?.received_at;
     if (head === undefined || head === null) return { events: 0, headReceivedAt: null };
     if (!count) return { events: null, headReceivedAt: Number(head) };

@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { CompiledQuery, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
@@ -6,7 +6,8 @@ import type { OrgCtx, ServiceCtx } from '../../src/context.js';
 import { createOrganization, getOrganization } from '../../src/orgs/organizations.js';
 import type { ReportInput } from '../../src/reports/params.js';
 import { buildReport } from '../../src/reports/report.js';
-import { inSnapshot, readWatermark } from '../../src/storage/snapshot.js';
+import { LAST_RESULT } from '../../src/storage/db.js';
+import { inSnapshot, readFoldState, readWatermark } from '../../src/storage/snapshot.js';
 import { foldOnce, tailState } from '../../src/tracking/fold.js';
 import { trackEvent } from '../../src/tracking/track.js';
 import { createTestStorage, ENGINES, type TestStorage } from '../support/engines.js';
@@ -130,6 +131,94 @@ describe.each(ENGINES)('snapshot reads beside the writes (%s)', (engine) => {
       ['b', 2],
       ['a', 1],
     ]);
+  });
+
+  it('hands its function the folding state of its own snapshot, before and after a pass', async () => {
+    const read = () => inSnapshot(ctx.db, engine, async (_db, fold) => fold);
+    const before = await read();
+    expect(before).toEqual(await readFoldState(ctx.db));
+    await trackEvent({
+      ctx: org,
+      idempotencyKey: null,
+      input: { agent_id: 'd', task_type: 'support_ticket_reply', outcome: 'success' },
+    });
+    let pass = await foldOnce(ctx);
+    for (let i = 0; pass.folded === 0 && i < 1000; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      pass = await foldOnce(ctx);
+    }
+    expect(pass.folded).toBe(1);
+    const after = await read();
+    expect(String(after.watermark)).not.toBe(String(before.watermark));
+    expect(after).toEqual(await readFoldState(ctx.db));
+    await ctx.db.deleteFrom('events').where('agent_id', '=', 'd').execute();
+  });
+
+  it('is a read-only snapshot transaction, serial when asked (PostgreSQL settings)', async () => {
+    const settings = (serial: boolean) =>
+      inSnapshot(
+        ctx.db,
+        engine,
+        async (db): Promise<Record<string, unknown>> => {
+          if (engine === 'sqlite') return { transaction: db.isTransaction };
+          const { rows } = await sql<{ isolation: string; readOnly: string; workers: string }>`
+            SELECT current_setting('transaction_isolation') AS isolation,
+                   current_setting('transaction_read_only') AS "readOnly",
+                   current_setting('max_parallel_workers_per_gather') AS workers`.execute(db);
+          return { ...rows[0] };
+        },
+        { serial },
+      );
+    if (engine === 'sqlite') {
+      expect(await settings(true)).toEqual({ transaction: true });
+      return;
+    }
+    const serial = await settings(true);
+    expect(serial).toEqual({ isolation: 'repeatable read', readOnly: 'on', workers: '0' });
+    const parallel = await settings(false);
+    expect(parallel).toMatchObject({ isolation: 'repeatable read', readOnly: 'on' });
+    expect(parallel?.workers).not.toBe('0');
+    // The setting was the transaction's own: the connection is back to its default.
+    const { rows } = await sql<{ workers: string }>`
+      SELECT current_setting('max_parallel_workers_per_gather') AS workers`.execute(ctx.db);
+    expect(rows[0]?.workers).toBe(parallel?.workers);
+  });
+
+  it('a snapshot that fails answers its error and leaves no connection inside it', async () => {
+    await expect(
+      inSnapshot(ctx.db, engine, async (db) => {
+        await sql`SELECT no_such_column FROM fold_state`.execute(db);
+      }),
+    ).rejects.toThrow(/no_such_column|no such column/);
+    await expect(
+      inSnapshot(ctx.db, engine, async () => {
+        throw new Error('given up');
+      }),
+    ).rejects.toThrow('given up');
+    // Every connection of the pool (5 in tests) is taken again: none is left in a transaction
+    // (PostgreSQL would refuse the next statement on an aborted one).
+    const reads = await Promise.all(
+      Array.from({ length: 12 }, () =>
+        inSnapshot(ctx.db, engine, async (_db, fold) => String(fold.watermark)),
+      ),
+    );
+    expect(new Set(reads).size).toBe(1);
+    const { rows } = await sql<{ n: number }>`SELECT COUNT(*) AS n FROM events`.execute(ctx.db);
+    expect(Number(rows[0]?.n)).toBeGreaterThan(0);
+  });
+
+  it('several statements in one round trip answer the last one (PostgreSQL)', async () => {
+    if (engine === 'sqlite') {
+      // SQLite prepares one statement at a time: LAST_RESULT is PostgreSQL's only.
+      await expect(
+        ctx.db.executeQuery(CompiledQuery.raw(`${LAST_RESULT}SELECT 1; SELECT 2`)),
+      ).rejects.toThrow();
+      return;
+    }
+    const { rows } = await ctx.db.executeQuery(
+      CompiledQuery.raw(`${LAST_RESULT}SELECT 1 AS first; SELECT 2 AS last, 'x' AS text`),
+    );
+    expect(rows).toEqual([{ last: 2, text: 'x' }]);
   });
 
   it('a snapshot cannot write', async () => {
