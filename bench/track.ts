@@ -136,6 +136,13 @@ async function run(kind: string, port: number) {
     await load(port, server.apiKey); // warm-up is short: 1/5 of the run is enough for the JIT
     if (kind === 'reference') return { ...(await load(port, server.apiKey)), fold: null };
     await drain(port);
+    // The report's code warm before it is timed, as it is under the load (which times it some
+    // 150 times): 50 untimed reports, 20 ms apart (the plan's other requests may come 100 a
+    // second; a faster warm-up is answered 429).
+    for (let i = 0; i < 50; i++) {
+      await timeReport(port, server.apiKey);
+      await sleep(20);
+    }
     const idle: number[] = [];
     for (let i = 0; i < 30; i++) idle.push(await timeReport(port, server.apiKey));
     const { result, tailMax, reportLoadedMs } = await loadWatched(port, server.apiKey);
