@@ -256,11 +256,11 @@ class SnapshotDriver implements Driver {
   }
 
   savepoint: Driver['savepoint'] = (connection, name, compile) =>
-    this.inner.savepoint?.(connection, name, compile) ?? Promise.resolve();
+    this.supported(this.inner.savepoint).call(this.inner, connection, name, compile);
   rollbackToSavepoint: Driver['rollbackToSavepoint'] = (connection, name, compile) =>
-    this.inner.rollbackToSavepoint?.(connection, name, compile) ?? Promise.resolve();
+    this.supported(this.inner.rollbackToSavepoint).call(this.inner, connection, name, compile);
   releaseSavepoint: Driver['releaseSavepoint'] = (connection, name, compile) =>
-    this.inner.releaseSavepoint?.(connection, name, compile) ?? Promise.resolve();
+    this.supported(this.inner.releaseSavepoint).call(this.inner, connection, name, compile);
 
   releaseConnection(connection: DatabaseConnection): Promise<void> {
     return this.inner.releaseConnection((connection as DeferredBeginConnection).inner);
@@ -268,6 +268,12 @@ class SnapshotDriver implements Driver {
 
   destroy(): Promise<void> {
     return this.inner.destroy();
+  }
+
+  /** A savepoint method of the wrapped driver (PostgreSQL's has them all). */
+  private supported<M>(method: M | undefined): M {
+    if (method === undefined) throw new Error('savepoints are not supported by this driver');
+    return method;
   }
 
   /** Whether the transaction on `connection` was deferred and ran no query (then forgotten). */

@@ -221,6 +221,37 @@ describe.each(ENGINES)('snapshot reads beside the writes (%s)', (engine) => {
     expect(rows).toEqual([{ last: 2, text: 'x' }]);
   });
 
+  it('other transactions keep their savepoints (through the PostgreSQL snapshot driver)', async () => {
+    const name = () =>
+      ctx.db
+        .selectFrom('organizations')
+        .select('name')
+        .where('id', '=', org.org.id)
+        .executeTakeFirstOrThrow();
+    const before = (await name()).name;
+    const trx = await ctx.db.startTransaction().execute();
+    const saved = await trx.savepoint('before_rename').execute();
+    await saved.updateTable('organizations').set({ name: 'Renamed' }).where('id', '=', org.org.id).execute();
+    const back = await saved.rollbackToSavepoint('before_rename').execute();
+    const inside = await back
+      .selectFrom('organizations')
+      .select('name')
+      .where('id', '=', org.org.id)
+      .executeTakeFirstOrThrow();
+    expect(inside.name).toBe(before);
+    await back
+      .updateTable('organizations')
+      .set({ name: `${before}!` })
+      .where('id', '=', org.org.id)
+      .execute();
+    await back
+      .releaseSavepoint('before_rename')
+      .execute()
+      .then((t) => t.commit().execute());
+    expect((await name()).name).toBe(`${before}!`);
+    await ctx.db.updateTable('organizations').set({ name: before }).where('id', '=', org.org.id).execute();
+  });
+
   it('a snapshot cannot write', async () => {
     await expect(
       inSnapshot(ctx.db, engine, (db) =>
