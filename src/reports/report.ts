@@ -1,7 +1,7 @@
 import type { OrgCtx } from '../context.js';
 import { fromMicros } from '../money.js';
 import { selectArrays } from '../storage/db.js';
-import { inSnapshot, readFoldState, type IngestSeq } from '../storage/snapshot.js';
+import { inSnapshot, readFoldState, type FoldState, type IngestSeq } from '../storage/snapshot.js';
 import { aggregateQuery } from './aggregate-sql.js';
 import { GROUP_KEY, periodRange, type Dimension, type ReportInput } from './params.js';
 import { sortReportRows } from './order.js';
@@ -87,12 +87,10 @@ export interface ReportOptions {
 }
 
 /** The folding stage's state a report is planned with (snapshot.ts readFoldState). */
-interface FoldView {
+type FoldView = Omit<FoldState, 'watermark'> & {
   /** Read in the snapshot the query will run in, or null for the query to read it itself. */
   watermark: IngestSeq | null;
-  coarseThrough: number;
-  monthsThrough: number;
-}
+};
 
 /**
  * The report's query and meta, planned with the folding stage's state, read in the query's

@@ -82,12 +82,6 @@ function inPostgresSnapshot<T>(
   });
 }
 
-/** The folding stage's watermark: events with `ingest_seq >= watermark` are not folded yet. */
-export async function readWatermark(db: DbOrTrx): Promise<IngestSeq> {
-  const row = await db.selectFrom('fold_state').select('watermark').where('id', '=', 1).executeTakeFirst();
-  return row?.watermark ?? 0;
-}
-
 /**
  * The folding stage's state as a report reads it: the watermark, the first day whose week rollup
  * rows are not kept yet (rollups.ts coarseThroughAt) and the first day whose events the month

@@ -9,7 +9,7 @@ import { createOrganization, getOrganization } from '../../src/orgs/organization
 import { migrateToLatest, openStorage, type Db, type Storage } from '../../src/storage/db.js';
 import { EVENTS_FILE_TABLES, moveToEventsFile } from '../../src/storage/events-file.js';
 import { migrations } from '../../src/storage/migrations/index.js';
-import { inSnapshot, readWatermark } from '../../src/storage/snapshot.js';
+import { inSnapshot, readFoldState } from '../../src/storage/snapshot.js';
 import { foldOnce, tailState } from '../../src/tracking/fold.js';
 import { trackEvent } from '../../src/tracking/track.js';
 import { createWebhook } from '../../src/webhooks/subscriptions.js';
@@ -217,18 +217,18 @@ describe('the events file (sqlite)', () => {
     await migrateToLatest(storage.db);
     const other = new SQLite(file);
     try {
-      const before = await readWatermark(storage.db);
+      const before = (await readFoldState(storage.db)).watermark;
       const seen = await inSnapshot(storage.db, 'sqlite', async (db) => {
         // The first query reads the events file only; then the folding stage (here, another
         // connection) moves the watermark.
         await db.selectFrom('events').select('id').limit(1).execute();
         other.prepare('UPDATE fold_state SET watermark = watermark + 1000 WHERE id = 1').run();
-        return readWatermark(db);
+        return (await readFoldState(db)).watermark;
       });
       // The snapshot's main file is from its start: the watermark from before the move, so
       // the tail it reads is the events file's whole tail after that watermark.
       expect(seen).toEqual(before);
-      expect(await readWatermark(storage.db)).toEqual(Number(before) + 1000);
+      expect((await readFoldState(storage.db)).watermark).toEqual(Number(before) + 1000);
     } finally {
       other.close();
       await storage.close();

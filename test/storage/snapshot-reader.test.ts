@@ -7,7 +7,7 @@ import { createOrganization, getOrganization } from '../../src/orgs/organization
 import type { ReportInput } from '../../src/reports/params.js';
 import { buildReport } from '../../src/reports/report.js';
 import { LAST_RESULT } from '../../src/storage/db.js';
-import { inSnapshot, readFoldState, readWatermark } from '../../src/storage/snapshot.js';
+import { inSnapshot, readFoldState } from '../../src/storage/snapshot.js';
 import { foldOnce, tailState } from '../../src/tracking/fold.js';
 import { trackEvent } from '../../src/tracking/track.js';
 import { createTestStorage, ENGINES, type TestStorage } from '../support/engines.js';
@@ -104,7 +104,7 @@ describe.each(ENGINES)('snapshot reads beside the writes (%s)', (engine) => {
   it('one snapshot: a folding pass committed during a read is not seen by that read', async () => {
     const seen = await inSnapshot(ctx.db, engine, async (db) => {
       const before = {
-        watermark: String(await readWatermark(db)),
+        watermark: String((await readFoldState(db)).watermark),
         tail: (await tailState(db, engine)).events,
       };
       // The pass commits on the write connection while this snapshot is open. On PostgreSQL a
@@ -117,7 +117,7 @@ describe.each(ENGINES)('snapshot reads beside the writes (%s)', (engine) => {
       }
       expect(pass.folded).toBe(3);
       const during = {
-        watermark: String(await readWatermark(db)),
+        watermark: String((await readFoldState(db)).watermark),
         tail: (await tailState(db, engine)).events,
       };
       return { before, during };
