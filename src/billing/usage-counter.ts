@@ -35,7 +35,7 @@ export async function usageCounts(
   watermark: string | number | null = null,
 ): Promise<{ month: number; lifetime: number }> {
   const [from, to] = monthRange(month);
-  const mark = watermark === null ? sql`(SELECT watermark FROM fold_state)` : sql`${watermark}`;
+  const mark = watermark === null ? sql`(SELECT watermark FROM fold_state WHERE id = 1)` : sql`${watermark}`;
   const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
   const seq = postgres && watermark !== null ? sql`${mark}::xid8` : mark;
   const tail = sql`FROM events WHERE org_id = ${orgId} AND ingest_seq >= ${seq}`;

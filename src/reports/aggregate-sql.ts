@@ -92,9 +92,14 @@ function metadataMatch(engine: Engine, key: string, value: string): RawBuilder<u
   return sql`(metadata::jsonb -> ${key}::text) IN (${sql.join(candidates)})`;
 }
 
-/** The tail's condition: events not folded yet (`ingest_seq >= watermark`, fold.ts). */
-function tailCondition(spec: AggregateSpec, watermark: string | number | null): RawBuilder<unknown> {
-  if (watermark === null) return sql`ingest_seq >= (SELECT watermark FROM fold_state WHERE id = 1)`;
+/**
+ * The tail's condition: events not folded yet into the rollups of the report's grain
+ * (`ingest_seq >= watermark` of its fold part, fold.ts).
+ */
+function tailCondition(spec: AggregateSpec, source: Extract<Source, { kind: 'tail' }>): RawBuilder<unknown> {
+  const { watermark } = source;
+  if (watermark === null)
+    return sql`ingest_seq >= (SELECT watermark FROM fold_state WHERE id = ${source.part})`;
   return spec.engine === 'postgres'
     ? sql`ingest_seq >= ${String(watermark)}::xid8`
     : sql`ingest_seq >= ${watermark}`;
@@ -110,7 +115,7 @@ function rawConditions(
     sql`occurred_at >= ${source.from}`,
     sql`occurred_at < ${source.to}`,
   ];
-  if (source.kind === 'tail') where.push(tailCondition(spec, source.watermark));
+  if (source.kind === 'tail') where.push(tailCondition(spec, source));
   if (filters.agentId !== undefined) where.push(sql`agent_id = ${filters.agentId}`);
   if (filters.taskType !== undefined) where.push(sql`task_type = ${filters.taskType}`);
   if (filters.clientId !== undefined) where.push(sql`client_id = ${filters.clientId}`);
@@ -139,7 +144,7 @@ function rawFrom(spec: AggregateSpec, source: Exclude<Source, { kind: 'rollup' }
   if (source.kind === 'tail') {
     if (spec.engine === 'sqlite') return sql`events INDEXED BY events_ingest_seq`;
     if (source.watermark === null) return sql`events`;
-    return sql`(SELECT * FROM events WHERE org_id = ${spec.orgId} AND ${tailCondition(spec, source.watermark)} OFFSET 0) AS events`;
+    return sql`(SELECT * FROM events WHERE org_id = ${spec.orgId} AND ${tailCondition(spec, source)} OFFSET 0) AS events`;
   }
   return spec.engine === 'sqlite' ? sql`events INDEXED BY events_org_occurred` : sql`events`;
 }

@@ -3,6 +3,7 @@ import type { DbOrTrx, Engine } from '../storage/db.js';
 import type { IngestSeq } from '../storage/snapshot.js';
 import { OUTCOMES } from '../orgs/organizations.js';
 import {
+  ALL_GRAINS,
   DAY_MS,
   GRAINS,
   SUM_COLUMNS,
@@ -19,7 +20,7 @@ import {
  * them back (a backfill's events rarely share their two- and three-key rows, ~14 per event).
  * The rows are the ones rollupDeltas (rollups.ts) builds with the same `coarseThrough` and
  * `monthsThrough`: day rows, week rows of closed weeks and month rows of closed days only; the
- * rollup tests compare the two.
+ * rollup tests compare the two. `grains`: those of one fold part (rollups.ts FOLD_PARTS), or all.
  */
 export async function foldRollups(
   db: DbOrTrx,
@@ -28,8 +29,10 @@ export async function foldRollups(
   to: IngestSeq,
   coarseThrough = Infinity,
   monthsThrough = Infinity,
+  grains: readonly Grain[] = ALL_GRAINS,
 ): Promise<void> {
-  for (const [grain, kept] of Object.entries(GRAINS) as Array<[Grain, readonly string[]]>) {
+  for (const grain of grains) {
+    const kept: readonly string[] = GRAINS[grain];
     const buckets: Bucket[] = hasCoarseBuckets(grain) ? ['day', 'week', 'month'] : ['day'];
     for (const bucket of buckets) {
       const agent = kept.includes('agent') ? sql`agent_id` : sql`''`;
@@ -59,8 +62,14 @@ export async function foldRollups(
  * from their days' rows, replacing any row they had (written before weeks were kept this way:
  * migration 0013).
  */
-export async function closeWeeks(db: DbOrTrx, engine: Engine, from: number, to: number): Promise<void> {
-  await eachCoarseGrain(db, from, to, async (orgId, grain) => {
+export async function closeWeeks(
+  db: DbOrTrx,
+  engine: Engine,
+  from: number,
+  to: number,
+  grains: readonly Grain[] = ALL_GRAINS,
+): Promise<void> {
+  await eachCoarseGrain(db, from, to, grains, async (orgId, grain) => {
     const week = grainColumn(grain, 'week');
     await sql`DELETE FROM report_rollups
       WHERE org_id = ${orgId} AND grain = ${week} AND day >= ${from} AND day < ${to}`.execute(db);
@@ -73,8 +82,14 @@ export async function closeWeeks(db: DbOrTrx, engine: Engine, from: number, to: 
  * folding stage's transaction before it folds with the new value: their rows, which hold the
  * events folded so far, are added to their months' rows.
  */
-export async function closeMonthDays(db: DbOrTrx, engine: Engine, from: number, to: number): Promise<void> {
-  await eachCoarseGrain(db, from, to, async (orgId, grain) => {
+export async function closeMonthDays(
+  db: DbOrTrx,
+  engine: Engine,
+  from: number,
+  to: number,
+  grains: readonly Grain[] = ALL_GRAINS,
+): Promise<void> {
+  await eachCoarseGrain(db, from, to, grains, async (orgId, grain) => {
     await sql`${daysInto(engine, orgId, grain, 'month', from, to)}
       ON CONFLICT (org_id, grain, day, agent_id, task_type, client_key, shard) DO UPDATE SET ${UPDATES}`.execute(
       db,
@@ -83,20 +98,22 @@ export async function closeMonthDays(db: DbOrTrx, engine: Engine, from: number, 
 }
 
 /**
- * Runs `fn` for every organisation and grain with coarse buckets when the day range [from, to)
- * is not empty: one organisation at a time, so that each statement reads a range of the primary
- * key.
+ * Runs `fn` for every organisation and grain of `grains` with coarse buckets when the day range
+ * [from, to) is not empty: one organisation at a time, so that each statement reads a range of
+ * the primary key.
  */
 async function eachCoarseGrain(
   db: DbOrTrx,
   from: number,
   to: number,
+  grains: readonly Grain[],
   fn: (orgId: string, grain: Grain) => Promise<void>,
 ): Promise<void> {
-  if (!(to > from)) return;
+  const coarse = grains.filter(hasCoarseBuckets);
+  if (!(to > from) || coarse.length === 0) return;
   const { rows: orgs } = await sql<{ id: string }>`SELECT id FROM organizations ORDER BY id`.execute(db);
   for (const { id } of orgs) {
-    for (const grain of Object.keys(GRAINS) as Grain[]) if (hasCoarseBuckets(grain)) await fn(id, grain);
+    for (const grain of coarse) await fn(id, grain);
   }
 }
 

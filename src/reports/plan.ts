@@ -2,9 +2,11 @@ import {
   DAY_MS,
   GRAINS,
   bucketAround,
+  foldPartOf,
   hasCoarseBuckets,
   monthStart,
   type Bucket,
+  type FoldPartId,
   type Grain,
   type Keyed,
 } from './rollups.js';
@@ -20,7 +22,7 @@ import type { IngestSeq } from '../storage/snapshot.js';
 export type Source =
   | { kind: 'rollup'; grain: Grain; bucket: Bucket; fromDay: number; toDay: number; sign: 1 | -1 }
   | { kind: 'raw'; from: number; to: number; sign: 1 | -1 }
-  | { kind: 'tail'; from: number; to: number; sign: 1; watermark: IngestSeq | null };
+  | { kind: 'tail'; from: number; to: number; sign: 1; watermark: IngestSeq | null; part: FoldPartId };
 
 /** The dimensions the rollups key by; the others are time. */
 export const KEYED: readonly Dimension[] = ['agent', 'task_type', 'client'];
@@ -224,8 +226,8 @@ export function coverKept(
  * stamped up to 24 hours ahead can be there). The day the window starts in is read either as raw
  * events from the start to midnight, or, when the part before the start is the shorter one, as
  * that day's rollup rows minus the raw events before the start. Reports no rollup keeps read
- * raw events for the whole window. With a `watermark`, the rollups' days also read the tail
- * (DESIGN §11); without one, the rollups are taken as holding every event (callers that fold
+ * raw events for the whole window. With a `watermark` (the grain's fold part's,
+ * rollups.ts FOLD_PARTS), the rollups' days also read the tail (DESIGN §11); without one, the rollups are taken as holding every event (callers that fold
  * first, and tests of the cover). Week rows are read only for the weeks closed by
  * `coarseThrough`, month rows as holding the days before `monthsThrough` only (fold_state's, read
  * in the same snapshot; by default all weeks and days).
@@ -270,6 +272,7 @@ export function planSources(
       to: toDay * DAY_MS,
       sign: 1,
       watermark: options.watermark,
+      part: foldPartOf(grain),
     });
   }
   if (fromDay * DAY_MS < from) sources.push({ kind: 'raw', from: fromDay * DAY_MS, to: from, sign: -1 });

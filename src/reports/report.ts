@@ -6,7 +6,7 @@ import { aggregateQuery } from './aggregate-sql.js';
 import { GROUP_KEY, periodRange, type Dimension, type ReportInput } from './params.js';
 import { sortReportRows } from './order.js';
 import { chooseGrain, clientFromMetadata, planSources } from './plan.js';
-import { DAY_MS } from './rollups.js';
+import { DAY_MS, foldPartOf } from './rollups.js';
 import { streamRows } from './stream-rows.js';
 
 export type GroupValue = string | null;
@@ -138,10 +138,12 @@ export async function buildReport({
   input: ReportInput;
   options?: ReportOptions;
 }) {
-  // PostgreSQL: a report that reads rollups runs without parallel workers (SnapshotOptions).
-  const serial = !options.forceRaw && chooseGrain(input.groupBy, clientFromMetadata(input.filters)) !== null;
+  // PostgreSQL: a report that reads rollups runs without parallel workers (SnapshotOptions). It
+  // reads the state of its grain's fold part (rollups.ts FOLD_PARTS).
+  const grain = options.forceRaw ? null : chooseGrain(input.groupBy, clientFromMetadata(input.filters));
   return inSnapshot(ctx.db, ctx.engine, (db, fold) => buildReportIn({ ...ctx, db }, input, options, fold), {
-    serial,
+    serial: grain !== null,
+    part: grain === null ? undefined : foldPartOf(grain),
   });
 }
 
@@ -179,7 +181,9 @@ export async function* streamReport({
   // PostgreSQL: a cursor), which reads the watermark itself: the month rows then hold exactly the
   // days before the monthsThrough the plan was made with (rollups.ts monthsThroughAt).
   const rows = streamRows(ctx.db, ctx.engine, async (db) => {
-    const { coarseThrough, monthsThrough } = await readFoldState(db);
+    const grain = chooseGrain(input.groupBy, clientFromMetadata(input.filters));
+    const part = grain === null ? undefined : foldPartOf(grain);
+    const { coarseThrough, monthsThrough } = await readFoldState(db, part);
     const { query } = await prepare(
       { ...ctx, db },
       input,

@@ -5,7 +5,10 @@ import type { Database } from './schema.js';
 /** A position in commit order (fold.ts): xid8 as text on PostgreSQL, a number on SQLite. */
 export type IngestSeq = string | number;
 
-/** The folding stage's state (fold_state): what a report is planned with (readFoldState). */
+/**
+ * The state of one part of the folding stage (its row of fold_state, reports/rollups.ts
+ * FOLD_PARTS): what a report is planned with (readFoldState).
+ */
 export interface FoldState {
   watermark: IngestSeq;
   coarseThrough: number;
@@ -20,6 +23,11 @@ export interface SnapshotOptions {
    * workers). Reports from raw events alone keep their workers.
    */
   serial?: boolean;
+  /**
+   * The fold part whose state `fn` gets (reports/rollups.ts FOLD_PARTS; default 1, the part that
+   * also folds usage): a report reads the part of its grain.
+   */
+  part?: number;
 }
 
 /**
@@ -39,7 +47,7 @@ export async function inSnapshot<T>(
   if (db.isTransaction) {
     if (engine === 'postgres' && options.serial)
       await sql`SET LOCAL max_parallel_workers_per_gather = 0`.execute(db);
-    return fn(db, await readFoldState(db));
+    return fn(db, await readFoldState(db, options.part));
   }
   if (engine === 'postgres') return inPostgresSnapshot(db, fn, options);
   // SQLite, on the read connection when the database has one (a file). It takes a file's
@@ -47,7 +55,9 @@ export async function inSnapshot<T>(
   // usage) first, then the events file (storage/events-file.ts). Every event the main file's
   // watermark counts as folded committed before it, so the events read after it hold them all,
   // and the tail after the watermark is exactly what is not folded.
-  return (snapshotReader(db) ?? db).transaction().execute(async (trx) => fn(trx, await readFoldState(trx)));
+  return (snapshotReader(db) ?? db)
+    .transaction()
+    .execute(async (trx) => fn(trx, await readFoldState(trx, options.part)));
 }
 
 /**
@@ -64,7 +74,7 @@ function inPostgresSnapshot<T>(
 ): Promise<T> {
   const open = [
     ...(options.serial ? ['SET LOCAL max_parallel_workers_per_gather = 0'] : []),
-    'SELECT watermark, coarse_through, months_through FROM fold_state WHERE id = 1',
+    `SELECT watermark, coarse_through, months_through FROM fold_state WHERE id = ${partId(options.part)}`,
   ];
   return new Promise<T>((resolve, reject) => {
     db.transaction()
@@ -82,18 +92,38 @@ function inPostgresSnapshot<T>(
   });
 }
 
+/** A fold part's id, checked: it goes into the text of a statement. */
+function partId(part = 1): number {
+  if (!Number.isSafeInteger(part) || part < 1) throw new Error(`not a fold part: ${part}`);
+  return part;
+}
+
 /**
- * The folding stage's state as a report reads it: the watermark, the first day whose week rollup
- * rows are not kept yet (rollups.ts coarseThroughAt) and the first day whose events the month
- * rows do not hold (rollups.ts monthsThroughAt).
+ * The state of a part of the folding stage (default 1) as a report reads it: the watermark, the
+ * first day whose week rollup rows are not kept yet (rollups.ts coarseThroughAt) and the first
+ * day whose events the month rows do not hold (rollups.ts monthsThroughAt).
  */
-export async function readFoldState(db: DbOrTrx): Promise<FoldState> {
+export async function readFoldState(db: DbOrTrx, part = 1): Promise<FoldState> {
   const row = await db
     .selectFrom('fold_state')
     .select(['watermark', 'coarse_through', 'months_through'])
-    .where('id', '=', 1)
+    .where('id', '=', partId(part))
     .executeTakeFirst();
   return foldStateOf(row);
+}
+
+/**
+ * The lowest watermark of all parts: the events at or after it are not folded into every part
+ * yet (the tail /metrics shows).
+ */
+export async function lowestWatermark(db: DbOrTrx): Promise<IngestSeq> {
+  const row = await db
+    .selectFrom('fold_state')
+    .select('watermark')
+    .orderBy('watermark')
+    .limit(1)
+    .executeTakeFirst();
+  return row?.watermark ?? 0;
 }
 
 type FoldStateRow = { watermark: IngestSeq; coarse_through: unknown; months_through: unknown };

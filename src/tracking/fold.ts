@@ -3,11 +3,14 @@ import type { ServiceCtx } from '../context.js';
 import { addUsage, usageMonth, type UsageIncrement } from '../billing/usage-counter.js';
 import { closeMonthDays, closeWeeks, foldRollups, seqRange } from '../reports/fold-rollups.js';
 import {
+  FOLD_PART_IDS,
   applyRollupDeltas,
   coarseThroughAt,
   deltasExact,
   monthsThroughAt,
+  partGrains,
   rollupDeltas,
+  type FoldPartId,
 } from '../reports/rollups.js';
 import {
   isUnavailableError,
@@ -17,7 +20,7 @@ import {
   type Engine,
 } from '../storage/db.js';
 import type { EventRow } from '../storage/schema.js';
-import { inSnapshot, readFoldState } from '../storage/snapshot.js';
+import { inSnapshot, lowestWatermark } from '../storage/snapshot.js';
 import { enqueueNewEventMessages, type NewEventMessage } from '../webhooks/outbox.js';
 import { eventView } from './events.js';
 
@@ -27,6 +30,12 @@ import { eventView } from './events.js';
  * adds them to the report rollups and the usage counts, writes their webhook messages, and
  * advances the watermark. A crash repeats a batch, never half of one; processes on one
  * PostgreSQL fold one at a time (an advisory lock held for the transaction).
+ *
+ * The stage folds in parts (rollups.ts FOLD_PARTS), each with a watermark, a row of fold_state
+ * and an advisory lock of its own: part 1 the rollups of six grains, usage and the webhook
+ * messages, part 2 the rollups of the other two. A pass of several parts folds each from its
+ * own watermark in its one transaction; on PostgreSQL a backlog folds each part in a pass of its
+ * own, side by side (foldBacklog), so one per part at a time.
  *
  * The watermark is an `ingest_seq`: events with `ingest_seq >= watermark` are the tail, those
  * below it are folded.
@@ -59,19 +68,29 @@ import { eventView } from './events.js';
 export const FOLD_BATCH = { sqlite: 20_000, postgres: 200_000 } as const;
 
 /**
- * The advisory lock of the folding stage: two keys, apart from the capped-plan locks; the second
- * is the schema's, since advisory locks span the database and stages of other schemas (other
- * deployments, parallel tests) need not wait for this one.
+ * The advisory lock of a part of the folding stage (rollups.ts FOLD_PARTS): two keys, apart from
+ * the capped-plan locks (7311001); the first is the part's (7311002 for part 1, as before parts),
+ * the second the schema's, since advisory locks span the database and stages of other schemas
+ * (other deployments, parallel tests) need not wait for this one. A pass of several parts takes
+ * their locks in the order of their ids, so passes cannot wait for each other in a circle.
  */
-const FOLD_LOCK = sql`7311002, hashtext(current_schema())`;
+function foldLock(part: FoldPartId): RawBuilder<unknown> {
+  return sql`${foldLockClass(part)}, hashtext(current_schema())`;
+}
+
+/** The first key of the advisory lock of a fold part (foldLock). */
+export function foldLockClass(part: FoldPartId): number {
+  return 7_311_001 + part;
+}
 
 type Seq = string | number;
 
 export interface FoldResult {
-  /** Events folded by this pass. */
+  /** Events folded by this pass (by the part that folded most, when it folded several). */
   folded: number;
   /** Whether events committed before the pass are left for the next one (the batch was full). */
   more: boolean;
+  /** The lowest watermark of the parts folded, after the pass. */
   watermark: Seq;
 }
 
@@ -84,6 +103,12 @@ export interface FoldOptions {
   sqlFrom?: number;
   /** Events read at a time to write webhook messages in a pass folded in SQL (MESSAGE_CHUNK). */
   messageChunk?: number;
+  /**
+   * The parts this pass folds, each from its own watermark, all in its one transaction (default:
+   * every part, rollups.ts FOLD_PARTS). On PostgreSQL the stage folds a backlog in a pass per
+   * part, side by side (foldBacklog).
+   */
+  parts?: readonly FoldPartId[];
 }
 
 /**
@@ -110,6 +135,10 @@ function usageIncrements(rows: readonly EventRow[]): UsageIncrement[] {
 
 function seqEqual(a: Seq, b: Seq): boolean {
   return BigInt(a) === BigInt(b);
+}
+
+function seqMin(a: Seq, b: Seq): Seq {
+  return BigInt(a) <= BigInt(b) ? a : b;
 }
 
 /** The next position after `seq`, in the engine's type (xid8 arrives as text). */
@@ -233,84 +262,205 @@ async function writeMessages(
 }
 
 /**
- * One pass: folds the events committed after the watermark (at most `limit`, whole PostgreSQL
- * transactions) and advances the watermark, in one transaction. Waits while another process
- * folds. Exactly once: the events, their derived rows and the watermark commit together.
+ * One pass: folds the events committed after the watermark of each of its parts (at most `limit`
+ * each, whole PostgreSQL transactions) and advances those watermarks, in one transaction. Waits
+ * while another process folds one of its parts. Exactly once: the events, their derived rows
+ * and the watermark of each part commit together.
  */
 export async function foldOnce(ctx: ServiceCtx, options: FoldOptions = {}): Promise<FoldResult> {
   const limit = Math.max(1, options.limit ?? FOLD_BATCH[ctx.engine]);
-  const postgres = ctx.engine === 'postgres';
+  const parts = [...new Set(options.parts ?? FOLD_PART_IDS)].sort((a, b) => a - b);
   // Most passes of a polling stage find no tail and no bucket to close: they end on these
   // reads, without a transaction.
   const now = ctx.clock.now().getTime();
-  const idle = await idleState(ctx.db, ctx.engine, now);
+  const idle = await idleState(ctx.db, ctx.engine, now, parts);
   if (idle !== null) return { folded: 0, more: false, watermark: idle };
   return ctx.db.transaction().execute(async (trx) => {
-    if (postgres) await sql`SELECT pg_advisory_xact_lock(${FOLD_LOCK})`.execute(trx);
     // SQLite: take the write lock first, so no other process writes between the reads below
     // and this pass's writes.
-    else await takeSqliteWriteLock(trx);
-    const state = await trx
-      .selectFrom('fold_state')
-      .select(['watermark', 'coarse_through', 'months_through'])
-      .where('id', '=', 1)
-      .$if(postgres, (q) => q.forUpdate())
-      .executeTakeFirstOrThrow();
-    // The weeks and days that ended since the last pass get their week and month rows first;
-    // this pass's events then add to them like any back-dated event (rollups.ts coarseThroughAt,
-    // monthsThroughAt).
-    const closedThrough = Number(state.coarse_through);
-    const coarseThrough = Math.max(closedThrough, coarseThroughAt(now));
-    const monthsClosedThrough = Number(state.months_through);
-    const monthsThrough = Math.max(monthsClosedThrough, monthsThroughAt(now));
-    if (coarseThrough > closedThrough || monthsThrough > monthsClosedThrough) {
-      await closeWeeks(trx, ctx.engine, closedThrough, coarseThrough);
-      await closeMonthDays(trx, ctx.engine, monthsClosedThrough, monthsThrough);
+    if (ctx.engine === 'sqlite') await takeSqliteWriteLock(trx);
+    const plans: PartPlan[] = [];
+    for (const part of parts) plans.push(await planPart(trx, ctx, part, now, limit));
+    // Parts at the same point (on SQLite always: it folds every part in each pass) fold together,
+    // as one part of all their grains: their events read once, each statement once.
+    const groups = new Map<string, PartPlan[]>();
+    for (const plan of plans) {
+      if (plan.folded === 0) continue;
+      const key = `${plan.from} ${plan.to} ${plan.coarseThrough} ${plan.monthsThrough}`;
+      groups.set(key, [...(groups.get(key) ?? []), plan]);
+    }
+    for (const group of groups.values()) await foldPlans(trx, ctx, group, options);
+    await options.beforeCommit?.(trx);
+    for (const plan of plans) {
+      if (seqEqual(plan.from, plan.to)) continue;
       await trx
         .updateTable('fold_state')
-        .set({ coarse_through: coarseThrough, months_through: monthsThrough })
-        .where('id', '=', 1)
+        .set({ watermark: plan.to, folded_at: now })
+        .where('id', '=', plan.part)
         .execute();
     }
-    const from: Seq = state.watermark;
-    let to = await foldableUpTo(trx, ctx.engine, from);
-    const cut = await trx
-      .selectFrom('events')
-      .select('ingest_seq')
-      .where('ingest_seq', '>=', from)
-      .where('ingest_seq', '<', to)
-      .orderBy('ingest_seq')
-      .limit(1)
-      .offset(limit)
-      .executeTakeFirst();
-    const more = cut !== undefined && cut.ingest_seq !== null;
-    if (more) {
-      to = cut.ingest_seq as Seq;
-      // One transaction's events are never split (their positions are equal).
-      if (seqEqual(to, from)) to = seqAfter(from);
-    }
-    if (seqEqual(to, from)) return { folded: 0, more: false, watermark: from };
-    const folded = await count(trx, ctx.engine, from, to);
-    if (folded > 0 && folded < (options.sqlFrom ?? SQL_FROM[ctx.engine])) {
-      // A few events (the usual pass of a stage keeping up): their rows are read and their
-      // rollup rows built here, as tracking used to, cheaper than a statement per grain.
-      const rows = await sql<EventRow>`
-        SELECT * FROM events WHERE ${seqRange(ctx.engine, from, to)} ORDER BY ingest_seq, id`.execute(trx);
-      // Their sums in the service only while JavaScript numbers carry them exactly.
-      if (deltasExact(rows.rows))
-        await applyRollupDeltas(trx, rollupDeltas(rows.rows, 0, coarseThrough, monthsThrough));
-      else await foldRollups(trx, ctx.engine, from, to, coarseThrough, monthsThrough);
-      await addUsage(trx, usageIncrements(rows.rows)).execute();
-      await writeMessages(trx, ctx, from, to, rows.rows);
-    } else if (folded > 0) {
-      await foldRollups(trx, ctx.engine, from, to, coarseThrough, monthsThrough);
-      await foldUsage(trx, ctx.engine, from, to);
-      await writeMessages(trx, ctx, from, to, undefined, options.messageChunk);
-    }
-    await options.beforeCommit?.(trx);
-    await trx.updateTable('fold_state').set({ watermark: to, folded_at: now }).where('id', '=', 1).execute();
-    return { folded, more, watermark: to };
+    return {
+      folded: Math.max(0, ...plans.map((p) => p.folded)),
+      more: plans.some((p) => p.more),
+      watermark: plans.map((p) => p.to).reduce(seqMin),
+    };
   });
+}
+
+/** What a pass folds of one part: the events of `from <= ingest_seq < to`. */
+interface PartPlan {
+  part: FoldPartId;
+  /** The part's watermark before the pass and after it. */
+  from: Seq;
+  to: Seq;
+  /** Events in [from, to). */
+  folded: number;
+  /** Whether events committed before the pass are left for the next one. */
+  more: boolean;
+  coarseThrough: number;
+  monthsThrough: number;
+}
+
+/**
+ * The first half of a part's pass in the pass's transaction `trx`: takes the part's lock, closes
+ * the weeks and days that ended since its last pass, and finds the events after its watermark
+ * it folds (at most `limit`); foldPlans folds them and the caller moves the watermark.
+ */
+async function planPart(
+  trx: DbOrTrx,
+  ctx: ServiceCtx,
+  part: FoldPartId,
+  now: number,
+  limit: number,
+): Promise<PartPlan> {
+  const postgres = ctx.engine === 'postgres';
+  if (postgres) await sql`SELECT pg_advisory_xact_lock(${foldLock(part)})`.execute(trx);
+  const state = await trx
+    .selectFrom('fold_state')
+    .select(['watermark', 'coarse_through', 'months_through'])
+    .where('id', '=', part)
+    .$if(postgres, (q) => q.forUpdate())
+    .executeTakeFirstOrThrow();
+  // The weeks and days that ended since the last pass get their week and month rows first;
+  // this pass's events then add to them like any back-dated event (rollups.ts coarseThroughAt,
+  // monthsThroughAt).
+  const closedThrough = Number(state.coarse_through);
+  const coarseThrough = Math.max(closedThrough, coarseThroughAt(now));
+  const monthsClosedThrough = Number(state.months_through);
+  const monthsThrough = Math.max(monthsClosedThrough, monthsThroughAt(now));
+  if (coarseThrough > closedThrough || monthsThrough > monthsClosedThrough) {
+    const grains = partGrains(part);
+    await closeWeeks(trx, ctx.engine, closedThrough, coarseThrough, grains);
+    await closeMonthDays(trx, ctx.engine, monthsClosedThrough, monthsThrough, grains);
+    await trx
+      .updateTable('fold_state')
+      .set({ coarse_through: coarseThrough, months_through: monthsThrough })
+      .where('id', '=', part)
+      .execute();
+  }
+  const from: Seq = state.watermark;
+  let to = await foldableUpTo(trx, ctx.engine, from);
+  const cut = await trx
+    .selectFrom('events')
+    .select('ingest_seq')
+    .where('ingest_seq', '>=', from)
+    .where('ingest_seq', '<', to)
+    .orderBy('ingest_seq')
+    .limit(1)
+    .offset(limit)
+    .executeTakeFirst();
+  const more = cut !== undefined && cut.ingest_seq !== null;
+  if (more) {
+    to = cut.ingest_seq as Seq;
+    // One transaction's events are never split (their positions are equal).
+    if (seqEqual(to, from)) to = seqAfter(from);
+  }
+  const folded = seqEqual(to, from) ? 0 : await count(trx, ctx.engine, from, to);
+  return { part, from, to, folded, more: more && !seqEqual(to, from), coarseThrough, monthsThrough };
+}
+
+/**
+ * Folds the events of parts planned at the same point (planPart) into the rollups of all their
+ * grains; with part 1 among them, into usage and webhook messages too (rollups.ts FOLD_PARTS).
+ */
+async function foldPlans(
+  trx: DbOrTrx,
+  ctx: ServiceCtx,
+  plans: readonly PartPlan[],
+  options: FoldOptions,
+): Promise<void> {
+  const { from, to, folded, coarseThrough, monthsThrough } = plans[0] as PartPlan;
+  const grains = plans.flatMap((plan) => partGrains(plan.part));
+  const derived = plans.some((plan) => plan.part === 1);
+  if (folded < (options.sqlFrom ?? SQL_FROM[ctx.engine])) {
+    // A few events (the usual pass of a stage keeping up): their rows are read and their
+    // rollup rows built here, as tracking used to, cheaper than a statement per grain.
+    const { rows } = await sql<EventRow>`
+      SELECT * FROM events WHERE ${seqRange(ctx.engine, from, to)} ORDER BY ingest_seq, id`.execute(trx);
+    // Their sums in the service only while JavaScript numbers carry them exactly.
+    if (deltasExact(rows))
+      await applyRollupDeltas(trx, rollupDeltas(rows, 0, coarseThrough, monthsThrough, grains));
+    else await foldRollups(trx, ctx.engine, from, to, coarseThrough, monthsThrough, grains);
+    if (derived) {
+      await addUsage(trx, usageIncrements(rows)).execute();
+      await writeMessages(trx, ctx, from, to, rows);
+    }
+    return;
+  }
+  await foldRollups(trx, ctx.engine, from, to, coarseThrough, monthsThrough, grains);
+  if (derived) {
+    await foldUsage(trx, ctx.engine, from, to);
+    await writeMessages(trx, ctx, from, to, undefined, options.messageChunk);
+  }
+}
+
+/**
+ * From this many events in the tail on, a PostgreSQL stage folds its parts at once, each in its
+ * own transaction on a connection of its own (foldBacklog). A stage keeping up with live traffic
+ * has a tail of a few thousand events at most (bench:track: up to ~2,000), and folds them in
+ * one pass of every part: reading its few events once, and one transaction instead of two
+ * (folding the parts at once there cost bench:track ~5 % of its req/s).
+ */
+export const PARALLEL_FROM = 10_000;
+
+/**
+ * The stage's pass (FoldStage): on PostgreSQL with a backlog (`parallelFrom` events or more not
+ * folded into some part), a pass of each part at once, each from its own watermark, so that a
+ * backlog folds on two cores: on 200,000 random backfilled events (PostgreSQL), the rollups of
+ * every grain took 18.6–22.5 s in one transaction, and the two parts side by side 12.2–12.8 s
+ * (each alone 10.6–11.3 s; issue 14's note). Otherwise (SQLite, with
+ * one writer per file; a short tail; a test's pass with options of its own) one pass of every
+ * part. Each part's pass is atomic on its own: when one fails, the other's stays, and the next
+ * pass goes on from each part's watermark.
+ */
+export async function foldBacklog(
+  ctx: ServiceCtx,
+  pass: FoldOptions & { limit: number },
+  parallelFrom = PARALLEL_FROM,
+): Promise<FoldResult> {
+  const plain = pass.parts !== undefined || pass.beforeCommit !== undefined;
+  if (ctx.engine !== 'postgres' || plain || !(await tailReaches(ctx.db, parallelFrom)))
+    return foldOnce(ctx, pass);
+  const settled = await Promise.allSettled(
+    FOLD_PART_IDS.map((part) => foldOnce(ctx, { ...pass, parts: [part] })),
+  );
+  const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+  if (failed) throw failed.reason;
+  const results = settled.map((s) => (s as PromiseFulfilledResult<FoldResult>).value);
+  return {
+    folded: Math.max(...results.map((r) => r.folded)),
+    more: results.some((r) => r.more),
+    watermark: results.map((r) => r.watermark).reduce(seqMin),
+  };
+}
+
+/** Whether `events` or more are not folded into some part yet (a walk of at most that many). */
+async function tailReaches(db: DbOrTrx, events: number): Promise<boolean> {
+  const watermark = await lowestWatermark(db);
+  const { rows } = await sql<{ one: unknown }>`
+    SELECT 1 AS one FROM events WHERE ${afterMark('postgres', watermark)}
+    ORDER BY ingest_seq OFFSET ${Math.max(0, events - 1)} LIMIT 1`.execute(db);
+  return rows.length > 0;
 }
 
 /**
@@ -325,12 +475,26 @@ function afterMark(engine: Engine, watermark: Seq): RawBuilder<unknown> {
 }
 
 /**
- * The watermark when a pass has nothing to do at `now`: no event after the watermark and no
- * week or day to close; null when it has.
+ * The lowest watermark of `parts` when a pass of them has nothing to do at `now`: no event after
+ * any of their watermarks and no week or day to close; null when it has.
  */
-async function idleState(db: DbOrTrx, engine: Engine, now: number): Promise<Seq | null> {
-  const { watermark, coarseThrough, monthsThrough } = await readFoldState(db);
-  if (coarseThroughAt(now) > coarseThrough || monthsThroughAt(now) > monthsThrough) return null;
+async function idleState(
+  db: DbOrTrx,
+  engine: Engine,
+  now: number,
+  parts: readonly FoldPartId[],
+): Promise<Seq | null> {
+  const states = await db
+    .selectFrom('fold_state')
+    .select(['watermark', 'coarse_through', 'months_through'])
+    .where('id', 'in', parts)
+    .execute();
+  if (states.length < parts.length) return null;
+  const closing = (state: (typeof states)[number]) =>
+    coarseThroughAt(now) > Number(state.coarse_through) ||
+    monthsThroughAt(now) > Number(state.months_through);
+  if (states.some(closing)) return null;
+  const watermark = states.map((state) => state.watermark).reduce(seqMin);
   const { rows } = await sql<{ one: unknown }>`
     SELECT 1 AS one FROM events WHERE ${afterMark(engine, watermark)} LIMIT 1`.execute(db);
   return rows.length > 0 ? null : watermark;
@@ -345,17 +509,19 @@ function headReceivedAt(db: DbOrTrx, engine: Engine, watermark: Seq) {
 }
 
 /**
- * The tail (events after the watermark), in one snapshot: when the event the stage folds next was
- * received (one index step; null when the tail is empty), and, with `count`, how many events it
- * holds (a walk of the whole tail: a backlog of 800,000 events took PostgreSQL a few hundred
- * milliseconds of both cores; null without `count`).
+ * The tail (events after the lowest watermark of the parts: not folded into every part yet), in
+ * one snapshot: when the event the stage folds next was received (one index step; null when the
+ * tail is empty), and, with `count`, how many events it holds (a walk of the whole tail: a
+ * backlog of 800,000 events took PostgreSQL a few hundred milliseconds of both cores; null
+ * without `count`).
  */
 function readTail(
   db: DbOrTrx,
   engine: Engine,
   count: boolean,
 ): Promise<{ events: number | null; headReceivedAt: number | null }> {
-  return inSnapshot(db, engine, async (trx, { watermark }) => {
+  return inSnapshot(db, engine, async (trx) => {
+    const watermark = await lowestWatermark(trx);
     const head = (await headReceivedAt(trx, engine, watermark)).rows[0]?.received_at;
     if (head === undefined || head === null) return { events: 0, headReceivedAt: null };
     if (!count) return { events: null, headReceivedAt: Number(head) };
@@ -423,8 +589,12 @@ export interface FoldStageOptions {
   onRecover?: (failures: number) => void;
   /** The waits after failed passes (default FOLD_RETRY). */
   retry?: { firstMs: number; mostMs: number };
-  /** Runs one pass (default: foldOnce here; a SQLite file folds in a thread, fold-thread.ts). */
+  /**
+   * Runs one pass (default: foldBacklog here; a SQLite file folds in a thread, fold-thread.ts).
+   */
   runPass?: (options: FoldOptions & { limit: number }) => Promise<FoldResult>;
+  /** PostgreSQL: the tail from which a pass folds the parts at once (default PARALLEL_FROM). */
+  parallelFrom?: number;
 }
 
 /** Failed passes of a stage, by kind, for /metrics (tally_fold_errors_total). */
@@ -489,7 +659,8 @@ class FoldFailures {
 /**
  * The folding stage of one process: a loop that folds as soon as there is a tail, and sleeps
  * `idlePollMs` when there is none, unless tracking in this process wakes it. Passes of one
- * process never overlap; several processes take turns (the advisory lock).
+ * process never overlap (a pass may fold its parts at once, foldBacklog); several processes
+ * take turns (the advisory locks).
  */
 export class FoldStage {
   private running = false;
@@ -516,7 +687,8 @@ export class FoldStage {
     this.onError = options.onError ?? (() => undefined);
     this.onRecover = options.onRecover ?? (() => undefined);
     this.failures = new FoldFailures(options.retry ?? FOLD_RETRY);
-    this.runPass = options.runPass ?? ((pass) => foldOnce(ctx, pass));
+    const parallelFrom = options.parallelFrom ?? PARALLEL_FROM;
+    this.runPass = options.runPass ?? ((pass) => foldBacklog(ctx, pass, parallelFrom));
   }
 
   /** Failed passes of this stage's loop so far, by kind. */

@@ -3,11 +3,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   applyRollupDeltas,
   coarseThroughAt,
+  FOLD_PART_IDS,
+  foldPartOf,
   GRAINS,
   grainColumn,
   hasCoarseBuckets,
   monthStart,
   SUM_COLUMNS,
+  type FoldPartId,
   type Grain,
   type RollupDelta,
 } from '../../src/reports/rollups.js';
@@ -42,16 +45,22 @@ const monthlyArb = fc
 /**
  * Reopens the days from `from` on: takes their day rows out of their months' rows and sets
  * `months_through` back to `from` (the inverse of closeMonthDays in fold-rollups.ts), so that
- * every run starts from a different point of the month rows, as the week rows do.
+ * every run starts from a different point of the month rows, as the week rows do. Each fold part
+ * keeps its own `months_through` (rollups.ts FOLD_PARTS).
  */
 async function reopenDays(db: Db, from: number): Promise<void> {
-  const { monthsThrough } = await readFoldState(db);
-  if (from >= monthsThrough) return;
+  for (const part of FOLD_PART_IDS) await reopenPartDays(db, part, from);
+}
+
+async function reopenPartDays(db: Db, part: FoldPartId, from: number): Promise<void> {
+  const { monthsThrough } = await readFoldState(db, part);
+  const coarse = COARSE.filter((grain) => foldPartOf(grain) === part);
+  if (from >= monthsThrough || coarse.length === 0) return;
   await db.transaction().execute(async (trx) => {
     const days = await trx
       .selectFrom('report_rollups')
       .selectAll()
-      .where('grain', 'in', COARSE)
+      .where('grain', 'in', coarse)
       .where('day', '>=', from)
       .where('day', '<', monthsThrough)
       .execute();
@@ -67,13 +76,14 @@ async function reopenDays(db: Db, from: number): Promise<void> {
       byKey.set(key, delta);
     }
     await applyRollupDeltas(trx, [...byKey.values()]);
-    await trx.updateTable('fold_state').set({ months_through: from }).execute();
+    await trx.updateTable('fold_state').set({ months_through: from }).where('id', '=', part).execute();
   });
 }
 
 /**
  * Events go in in steps; after each step the folding stage folds nothing, part of the tail (a
- * random number of events) or all of it, on a clock that closes random weeks. Whatever it
+ * random number of events) or all of it, into every fold part or into one, on a clock that closes
+ * random weeks. Whatever it
  * folded, every report equals the plain GROUP BY over the events (DESIGN §11: rollups up to the
  * watermark + the tail + the edges).
  */
@@ -94,6 +104,9 @@ describe.each(ENGINES)('reports at random fold points (%s)', (engine) => {
             limit: fc.integer({ min: 1, max: 6 }),
             // Rollups built in the service, or folded in SQL.
             sqlFrom: fc.constantFrom(1, 1000),
+            // Every fold part, or one (rollups.ts FOLD_PARTS): each part has its own watermark,
+            // and a report reads the part of its grain.
+            parts: fc.constantFrom<Array<readonly FoldPartId[] | undefined>>(undefined, [1], [2]),
             // The folding stage's clock, days before NOW: the weeks that ended by then get their
             // week rows (rollups.ts coarseThroughAt).
             foldDaysBefore: fc.integer({ min: 0, max: 60 }),
@@ -125,10 +138,10 @@ describe.each(ENGINES)('reports at random fold points (%s)', (engine) => {
           for (const step of steps) {
             h.clock.set(new Date(NOW));
             events.push(...(await seed(ctx, step.events)));
-            const { sqlFrom } = step;
+            const { sqlFrom, parts } = step;
             h.clock.set(new Date(NOW - step.foldDaysBefore * DAY));
-            if (step.fold === 'some') await foldOnce(h.ctx, { limit: step.limit, sqlFrom });
-            if (step.fold === 'all') await foldOnce(h.ctx, { sqlFrom });
+            if (step.fold === 'some') await foldOnce(h.ctx, { limit: step.limit, sqlFrom, parts });
+            if (step.fold === 'all') await foldOnce(h.ctx, { sqlFrom, parts });
           }
           const at = NOW - before;
           const from = windowFrom(period, at);

@@ -8,7 +8,7 @@ import { buildReport } from '../../src/reports/report.js';
 import { eventView } from '../../src/tracking/events.js';
 import { expectedRows, type Dim } from '../reports/reference.js';
 import { OUTCOMES } from '../../src/orgs/organizations.js';
-import { DAY_MS, SUMS, sumColumn } from '../../src/reports/rollups.js';
+import { DAY_MS, SUMS, foldPartOf, sumColumn } from '../../src/reports/rollups.js';
 import type { DbOrTrx } from '../../src/storage/db.js';
 
 async function count(db: DbOrTrx, query: ReturnType<typeof sql<{ n: unknown }>>): Promise<number> {
@@ -31,7 +31,7 @@ export async function derived(db: DbOrTrx, orgId: string) {
       db,
       sql`SELECT COALESCE(SUM(events), 0) AS n FROM report_rollups
         WHERE org_id = ${orgId} AND (grain = 'agent+task_type+client/month'
-          OR (grain = 'agent+task_type+client' AND day >= (SELECT months_through FROM fold_state)))`,
+          OR (grain = 'agent+task_type+client' AND day >= (SELECT months_through FROM fold_state WHERE id = ${foldPartOf('agent+task_type+client')})))`,
     ),
     usage: await count(
       db,

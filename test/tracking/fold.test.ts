@@ -7,7 +7,7 @@ import { createOrganization, getOrganization } from '../../src/orgs/organization
 import { coarseThroughAt, monthsThroughAt, rollupDeltas, SUM_COLUMNS } from '../../src/reports/rollups.js';
 import { readFoldState } from '../../src/storage/snapshot.js';
 import { openStorage } from '../../src/storage/db.js';
-import { FoldStage, TailMeter, foldOnce, tailState } from '../../src/tracking/fold.js';
+import { FoldStage, PARALLEL_FROM, TailMeter, foldOnce, tailState } from '../../src/tracking/fold.js';
 import { trackEvent } from '../../src/tracking/track.js';
 import { createWebhook } from '../../src/webhooks/subscriptions.js';
 import { lcg, seed, type SeedEvent } from '../reports/seed.js';
@@ -495,60 +495,65 @@ describe.each(ENGINES)('two folding stages racing, while tracking goes on (%s)',
     await a.destroy();
   });
 
-  it('folds every event exactly once and writes every webhook message once', async () => {
-    const config = loadConfig({ TALLY_LOG_LEVEL: 'silent', TALLY_WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });
-    const clock = new ManualClock('2026-11-20T12:00:00.000Z');
-    const ctxA: ServiceCtx = { db: a.db, engine, clock, config };
-    const ctxB: ServiceCtx = { db: b.db, engine, clock, config };
-    const created = await createOrganization({ ctx: ctxA, input: { name: 'Race', plan: 'enterprise' } });
-    const org: OrgCtx = {
-      ...ctxA,
-      org: await getOrganization({ ctx: ctxA, id: created.org.id }),
-      actorKeyId: null,
-    };
-    await createWebhook({
-      ctx: org,
-      input: { url: 'http://127.0.0.1:9/hook', event_types: ['event.created', 'agent.first_event'] },
-    });
-    const errors: unknown[] = [];
-    const onError = (e: unknown) => errors.push(e);
-    // The stages' first pass closes the weeks before today (rollups.ts
-    // coarseThroughAt); done here, so that the two do not start at the same instant. On SQLite
-    // both connections are in this one process, and one waiting for the other's write lock
-    // (SQLite's busy wait is synchronous) would hold up the event loop the other needs to finish.
-    await foldOnce(ctxA);
-    const stages = [
-      new FoldStage(ctxA, { idlePollMs: 1, batch: 37, onError }),
-      new FoldStage(ctxB, { idlePollMs: 1, batch: 53, onError }),
-    ];
-    for (const stage of stages) stage.start();
-    const total = 400;
-    for (let burst = 0; burst < total / 40; burst++) {
-      await Promise.all(
-        Array.from({ length: 40 }, (_, i) =>
-          trackEvent({
-            ctx: org,
-            idempotencyKey: null,
-            input: {
-              agent_id: `agent-${(burst * 40 + i) % 23}`,
-              task_type: 'support_ticket_reply',
-              outcome: 'success',
-              metadata: { client_id: `c${i % 3}` },
-            },
-          }),
-        ),
-      );
-    }
-    await Promise.all(stages.map((s) => s.stop()));
-    await foldAll(ctxA);
-    expect(errors).toEqual([]);
-    expect(await derived(a.db, org.org.id)).toEqual({
-      rolledUp: total,
-      rolledUpMonths: total,
-      usage: total,
-      created: total,
-      createdEvents: total,
-      firsts: 23,
-    });
-  });
+  // On PostgreSQL also with every tail a backlog, so that the stages fold the parts at once
+  // (foldBacklog), each part under its own lock.
+  it.each(engine === 'postgres' ? [PARALLEL_FROM, 1] : [PARALLEL_FROM])(
+    'folds every event exactly once and writes every webhook message once (parts at once from a tail of %i)',
+    async (parallelFrom) => {
+      const config = loadConfig({ TALLY_LOG_LEVEL: 'silent', TALLY_WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });
+      const clock = new ManualClock('2026-11-20T12:00:00.000Z');
+      const ctxA: ServiceCtx = { db: a.db, engine, clock, config };
+      const ctxB: ServiceCtx = { db: b.db, engine, clock, config };
+      const created = await createOrganization({ ctx: ctxA, input: { name: 'Race', plan: 'enterprise' } });
+      const org: OrgCtx = {
+        ...ctxA,
+        org: await getOrganization({ ctx: ctxA, id: created.org.id }),
+        actorKeyId: null,
+      };
+      await createWebhook({
+        ctx: org,
+        input: { url: 'http://127.0.0.1:9/hook', event_types: ['event.created', 'agent.first_event'] },
+      });
+      const errors: unknown[] = [];
+      const onError = (e: unknown) => errors.push(e);
+      // The stages' first pass closes the weeks before today (rollups.ts
+      // coarseThroughAt); done here, so that the two do not start at the same instant. On SQLite
+      // both connections are in this one process, and one waiting for the other's write lock
+      // (SQLite's busy wait is synchronous) would hold up the event loop the other needs to finish.
+      await foldOnce(ctxA);
+      const stages = [
+        new FoldStage(ctxA, { idlePollMs: 1, batch: 37, onError, parallelFrom }),
+        new FoldStage(ctxB, { idlePollMs: 1, batch: 53, onError, parallelFrom }),
+      ];
+      for (const stage of stages) stage.start();
+      const total = 400;
+      for (let burst = 0; burst < total / 40; burst++) {
+        await Promise.all(
+          Array.from({ length: 40 }, (_, i) =>
+            trackEvent({
+              ctx: org,
+              idempotencyKey: null,
+              input: {
+                agent_id: `agent-${(burst * 40 + i) % 23}`,
+                task_type: 'support_ticket_reply',
+                outcome: 'success',
+                metadata: { client_id: `c${i % 3}` },
+              },
+            }),
+          ),
+        );
+      }
+      await Promise.all(stages.map((s) => s.stop()));
+      await foldAll(ctxA);
+      expect(errors).toEqual([]);
+      expect(await derived(a.db, org.org.id)).toEqual({
+        rolledUp: total,
+        rolledUpMonths: total,
+        usage: total,
+        created: total,
+        createdEvents: total,
+        firsts: 23,
+      });
+    },
+  );
 });

@@ -13,6 +13,7 @@ import * as rollupFewerRows from './2026_11_24_0012_rollup_fewer_rows.js';
 import * as coarseThrough from './2026_11_24_0013_coarse_through.js';
 import * as eventsFewerIndexes from './2026_11_24_0014_events_fewer_indexes.js';
 import * as monthsThrough from './2026_11_24_0015_months_through.js';
+import * as foldParts from './2026_11_25_0016_fold_parts.js';
 
 /** Every migration, by name; names sort in the order they apply. Add new files here. */
 export const migrations: Record<string, Migration> = {
@@ -30,4 +31,5 @@ export const migrations: Record<string, Migration> = {
   '2026_11_24_0013_coarse_through': coarseThrough,
   '2026_11_24_0014_events_fewer_indexes': eventsFewerIndexes,
   '2026_11_24_0015_months_through': monthsThrough,
+  '2026_11_25_0016_fold_parts': foldParts,
 };
