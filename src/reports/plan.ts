@@ -226,9 +226,9 @@ export function coverKept(
  * stamped up to 24 hours ahead can be there). The day the window starts in is read either as raw
  * events from the start to midnight, or, when the part before the start is the shorter one, as
  * that day's rollup rows minus the raw events before the start. Reports no rollup keeps read
- * raw events for the whole window. With a `watermark` (the grain's fold part's,
- * rollups.ts FOLD_PARTS), the rollups' days also read the tail (DESIGN §11); without one, the rollups are taken as holding every event (callers that fold
- * first, and tests of the cover). Week rows are read only for the weeks closed by
+ * raw events for the whole window. With a `watermark` (the grain's fold part's, rollups.ts
+ * FOLD_PARTS), the rollups' days also read the tail (DESIGN §11); without one, the rollups are
+ * taken as holding every event (callers that fold first, and tests of the cover). Week rows are read only for the weeks closed by
  * `coarseThrough`, month rows as holding the days before `monthsThrough` only (fold_state's, read
  * in the same snapshot; by default all weeks and days).
  */
