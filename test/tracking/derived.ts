@@ -10,6 +10,36 @@ import { expectedRows, type Dim } from '../reports/reference.js';
 import { OUTCOMES } from '../../src/orgs/organizations.js';
 import { DAY_MS, SUMS, foldPartOf, sumColumn } from '../../src/reports/rollups.js';
 import type { DbOrTrx } from '../../src/storage/db.js';
+import { createWebhook } from '../../src/webhooks/subscriptions.js';
+import { lcg, type SeedEvent } from '../reports/seed.js';
+import type { Harness } from '../support/harness.js';
+
+/** The harness's environment for tests that fold by hand, with webhooks to a local address. */
+export const PAUSED = { TALLY_FOLD_INLINE: 'false', TALLY_WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' };
+
+/** `n` seeded random events, back-dated up to 80 days from `now`, and up to a day ahead. */
+export function randomEvents(seedValue: number, n: number, now: number): SeedEvent[] {
+  const rand = lcg(seedValue);
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(rand() * items.length)] as T;
+  return Array.from({ length: n }, () => ({
+    agent: pick(['a', 'b', 'c', 'd']),
+    taskType: pick(['support_ticket_reply', 'dev_bug_fix']),
+    outcome: pick(['success', 'failure', 'needs_review'] as const),
+    client: pick(['k1', 'k2', null]),
+    occurredAt: now - Math.floor(rand() * 81 * DAY_MS) + DAY_MS,
+    agentCost: rand() < 0.5 ? null : Math.round(rand() * 1e6) / 1e6,
+  }));
+}
+
+/** A new organisation of the harness with a webhook for both event types. */
+export async function orgWithWebhook(h: Harness): Promise<OrgCtx> {
+  const ctx = await h.orgCtx(await h.createOrg({ plan: 'pro' }));
+  await createWebhook({
+    ctx,
+    input: { url: 'http://127.0.0.1:9/hook', event_types: ['event.created', 'agent.first_event'] },
+  });
+  return ctx;
+}
 
 async function count(db: DbOrTrx, query: ReturnType<typeof sql<{ n: unknown }>>): Promise<number> {
   const { rows } = await query.execute(db);

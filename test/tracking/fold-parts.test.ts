@@ -5,28 +5,14 @@ import { FOLD_PART_IDS, FOLD_PARTS, GRAINS, foldPartOf, type Grain } from '../..
 import { migrateToLatest } from '../../src/storage/db.js';
 import { readFoldState } from '../../src/storage/snapshot.js';
 import { FoldStage, foldLockClass, foldOnce, tailState } from '../../src/tracking/fold.js';
-import { createWebhook } from '../../src/webhooks/subscriptions.js';
-import { lcg, seed, type SeedEvent } from '../reports/seed.js';
+import { seed } from '../reports/seed.js';
 import { ENGINES } from '../support/engines.js';
-import { createHarness, pausedStageOptions, type Harness } from '../support/harness.js';
-import { derived, expectExact, foldAll } from './derived.js';
+import { createHarness, type Harness } from '../support/harness.js';
+import { unlimited } from '../reports/unlimited.js';
+import { PAUSED, derived, expectExact, foldAll, orgWithWebhook, randomEvents } from './derived.js';
 
 const NOW = Date.parse('2026-11-20T12:00:00.000Z');
 const DAY = 86_400_000;
-
-function randomEvents(seedValue: number, n: number): SeedEvent[] {
-  const rand = lcg(seedValue);
-  const pick = <T>(items: readonly T[]): T => items[Math.floor(rand() * items.length)] as T;
-  return Array.from({ length: n }, () => ({
-    agent: pick(['a', 'b', 'c']),
-    taskType: pick(['support_ticket_reply', 'dev_bug_fix']),
-    outcome: pick(['success', 'failure', 'needs_review'] as const),
-    client: pick(['k1', 'k2', null]),
-    // Back-dated up to 60 days, and up to a day ahead.
-    occurredAt: NOW - Math.floor(rand() * 61 * DAY) + DAY,
-    agentCost: rand() < 0.5 ? null : Math.round(rand() * 1e6) / 1e6,
-  }));
-}
 
 /** The events of an organisation in a grain's day rows. */
 async function grainEvents(ctx: OrgCtx, grain: Grain): Promise<number> {
@@ -68,30 +54,21 @@ describe('the fold parts', () => {
 describe.each(ENGINES)('fold parts with their own watermarks (%s)', (engine) => {
   let h: Harness;
   beforeAll(async () => {
-    const paused = pausedStageOptions(NOW);
     h = await createHarness(engine, {
-      ...paused,
-      env: { ...paused.env, TALLY_WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' },
+      now: new Date(NOW).toISOString(),
+      rateLimiter: unlimited,
+      env: PAUSED,
     });
   });
   afterAll(async () => h.close());
 
-  async function orgWithWebhook() {
-    const ctx = await h.orgCtx(await h.createOrg({ plan: 'pro' }));
-    await createWebhook({
-      ctx,
-      input: { url: 'http://127.0.0.1:9/hook', event_types: ['event.created', 'agent.first_event'] },
-    });
-    return ctx;
-  }
-
   it('one part folded: its grains, usage and messages once; the other part read from the tail, exact', async () => {
     await foldAll(h.ctx);
-    const ctx = await orgWithWebhook();
-    await seed(ctx, randomEvents(3, 30));
+    const ctx = await orgWithWebhook(h);
+    await seed(ctx, randomEvents(3, 30, NOW));
     for (const sqlFrom of [1, 1000]) {
       // Part 1 only, in SQL and then in the service.
-      await seed(ctx, randomEvents(4 + sqlFrom, 10));
+      await seed(ctx, randomEvents(4 + sqlFrom, 10, NOW));
       const before = await watermarks(h);
       await foldAllOf(h, [1], sqlFrom);
       const after = await watermarks(h);
@@ -126,8 +103,8 @@ describe.each(ENGINES)('fold parts with their own watermarks (%s)', (engine) => 
 
   it('a day that ends closes its weeks and months in each part on its own', async () => {
     await foldAll(h.ctx);
-    const ctx = await orgWithWebhook();
-    await seed(ctx, randomEvents(9, 25));
+    const ctx = await orgWithWebhook(h);
+    await seed(ctx, randomEvents(9, 25, NOW));
     await foldAll(h.ctx);
     // Eight days on: part 1 passes the ends of a week and of days, part 2 not yet.
     h.clock.set(new Date(NOW + 8 * DAY));
@@ -150,7 +127,7 @@ describe.each(ENGINES)('fold parts with their own watermarks (%s)', (engine) => 
 
   it('the stage folds every part; on PostgreSQL a backlog part by part at once, so one part waits alone', async () => {
     await foldAll(h.ctx);
-    const ctx = await orgWithWebhook();
+    const ctx = await orgWithWebhook(h);
     // On PostgreSQL another process holds part 2's lock: the stage's part 1 goes on folding.
     const holder = engine === 'postgres' ? await h.ctx.db.startTransaction().execute() : null;
     if (holder)
@@ -161,7 +138,7 @@ describe.each(ENGINES)('fold parts with their own watermarks (%s)', (engine) => 
     const stage = new FoldStage(h.ctx, { idlePollMs: 5, parallelFrom: 1 });
     stage.start();
     try {
-      await seed(ctx, randomEvents(21, 20));
+      await seed(ctx, randomEvents(21, 20, NOW));
       await until(async () => (await derived(h.ctx.db, ctx.org.id)).usage === 20, 'part 1 folded');
       expect(await grainEvents(ctx, 'agent')).toBe(20);
       if (holder) {
@@ -182,10 +159,10 @@ describe.each(ENGINES)('fold parts with their own watermarks (%s)', (engine) => 
 
   it('migration 0016 starts part 2 where part 1 is: reports unchanged, then folded once', async () => {
     await foldAll(h.ctx);
-    const ctx = await orgWithWebhook();
-    await seed(ctx, randomEvents(31, 30));
+    const ctx = await orgWithWebhook(h);
+    await seed(ctx, randomEvents(31, 30, NOW));
     await foldAll(h.ctx);
-    await seed(ctx, randomEvents(32, 10));
+    await seed(ctx, randomEvents(32, 10, NOW));
     // The database before 0016: one row of fold_state, ten events in its tail.
     await sql`DELETE FROM fold_state WHERE id = 2`.execute(h.ctx.db);
     await sql`DELETE FROM tally_migrations WHERE name = '2026_11_25_0016_fold_parts'`.execute(h.ctx.db);

@@ -10,30 +10,15 @@ import { openStorage } from '../../src/storage/db.js';
 import { FoldStage, PARALLEL_FROM, TailMeter, foldOnce, tailState } from '../../src/tracking/fold.js';
 import { trackEvent } from '../../src/tracking/track.js';
 import { createWebhook } from '../../src/webhooks/subscriptions.js';
-import { lcg, seed, type SeedEvent } from '../reports/seed.js';
+import { seed, type SeedEvent } from '../reports/seed.js';
 import { unlimited } from '../reports/unlimited.js';
 import { createTestStorage, ENGINES, type TestStorage } from '../support/engines.js';
 import { createHarness, type Harness } from '../support/harness.js';
 import { tempFile } from '../support/temp.js';
-import { derived, expectExact, foldAll } from './derived.js';
+import { PAUSED, derived, expectExact, foldAll, orgWithWebhook, randomEvents } from './derived.js';
 
 const NOW = Date.parse('2026-11-20T12:00:00.000Z');
 const DAY = 86_400_000;
-const PAUSED = { TALLY_FOLD_INLINE: 'false', TALLY_WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' };
-
-function randomEvents(seedValue: number, n: number): SeedEvent[] {
-  const rand = lcg(seedValue);
-  const pick = <T>(items: readonly T[]): T => items[Math.floor(rand() * items.length)] as T;
-  return Array.from({ length: n }, () => ({
-    agent: pick(['a', 'b', 'c', 'd']),
-    taskType: pick(['support_ticket_reply', 'dev_bug_fix']),
-    outcome: pick(['success', 'failure', 'needs_review'] as const),
-    client: pick(['k1', 'k2', null]),
-    // Back-dated up to 80 days, and up to a day ahead.
-    occurredAt: NOW - Math.floor(rand() * 81 * DAY) + DAY,
-    agentCost: rand() < 0.5 ? null : Math.round(rand() * 1e6) / 1e6,
-  }));
-}
 
 /**
  * PostgreSQL folds only below the oldest transaction running on the server, another test file's
@@ -74,20 +59,10 @@ describe.each(ENGINES)('the folding stage (%s)', (engine) => {
   });
   afterAll(async () => h.close());
 
-  async function orgWithWebhook() {
-    const org = await h.createOrg({ plan: 'pro' });
-    const ctx = await h.orgCtx(org);
-    await createWebhook({
-      ctx,
-      input: { url: 'http://127.0.0.1:9/hook', event_types: ['event.created', 'agent.first_event'] },
-    });
-    return ctx;
-  }
-
   it('paused: reports, usage and tail answer from the raw tail; one pass folds it all, once', async () => {
     await foldAll(h.ctx);
-    const ctx = await orgWithWebhook();
-    const seeded = randomEvents(1, 40);
+    const ctx = await orgWithWebhook(h);
+    const seeded = randomEvents(1, 40, NOW);
     await seed(ctx, seeded);
     expect((await tailState(h.ctx.db, h.ctx.engine)).events).toBe(40);
     expect(await derived(h.ctx.db, ctx.org.id)).toEqual({
@@ -140,9 +115,9 @@ describe.each(ENGINES)('the folding stage (%s)', (engine) => {
 
   it('mid-batch: folds a few events at a time, every report exact after each pass', async () => {
     await foldAll(h.ctx);
-    const ctx = await orgWithWebhook();
+    const ctx = await orgWithWebhook(h);
     // One transaction per event (seed tracks them one by one), so passes can stop between any two.
-    await seed(ctx, randomEvents(2, 24));
+    await seed(ctx, randomEvents(2, 24, NOW));
     let passes = 0;
     for (;;) {
       const result = await foldOnce(h.ctx, { limit: 5 });
@@ -158,8 +133,8 @@ describe.each(ENGINES)('the folding stage (%s)', (engine) => {
 
   it('killed mid-pass: nothing of the pass stays, and the next pass folds its events exactly once', async () => {
     await foldAll(h.ctx);
-    const ctx = await orgWithWebhook();
-    await seed(ctx, randomEvents(3, 12));
+    const ctx = await orgWithWebhook(h);
+    await seed(ctx, randomEvents(3, 12, NOW));
     await untilFoldable(h.ctx);
     const before = await sql<{ watermark: unknown }>`SELECT watermark FROM fold_state`.execute(h.ctx.db);
     await expect(
@@ -190,8 +165,8 @@ describe.each(ENGINES)('the folding stage (%s)', (engine) => {
     'after a pass that outlasts the statement timeout, the stage takes half as many events, then all again once caught up',
     async () => {
       await foldAll(h.ctx);
-      const ctx = await orgWithWebhook();
-      await seed(ctx, randomEvents(9, 6));
+      const ctx = await orgWithWebhook(h);
+      await seed(ctx, randomEvents(9, 6, NOW));
       await untilFoldable(h.ctx);
       const limits: number[] = [];
       const stage = new FoldStage(h.ctx, {
@@ -231,8 +206,8 @@ describe.each(ENGINES)('the folding stage (%s)', (engine) => {
 
   it('takes at most TALLY_FOLD_BATCH events a pass when it is set', async () => {
     await foldAll(h.ctx);
-    const ctx = await orgWithWebhook();
-    await seed(ctx, randomEvents(13, 5));
+    const ctx = await orgWithWebhook(h);
+    await seed(ctx, randomEvents(13, 5, NOW));
     await untilFoldable(h.ctx);
     const { foldBatch } = loadConfig({ TALLY_FOLD_BATCH: '2' });
     const stage = new FoldStage({ ...h.ctx, config: { ...h.ctx.config, foldBatch } });
@@ -249,8 +224,8 @@ describe.each(ENGINES)('the folding stage (%s)', (engine) => {
 
   it('a large pass writes the webhook messages of its events a chunk at a time, each once', async () => {
     await foldAll(h.ctx);
-    const ctx = await orgWithWebhook();
-    const stored = await seed(ctx, randomEvents(10, 7));
+    const ctx = await orgWithWebhook(h);
+    const stored = await seed(ctx, randomEvents(10, 7, NOW));
     await untilFoldable(h.ctx);
     const result = await foldOnce(h.ctx, { sqlFrom: 1, messageChunk: 2 });
     expect(result).toMatchObject({ folded: 7, more: false });
@@ -273,7 +248,7 @@ describe.each(ENGINES)('the folding stage (%s)', (engine) => {
 
   it('/metrics shows the tail length and the fold lag', async () => {
     await foldAll(h.ctx);
-    const ctx = await orgWithWebhook();
+    const ctx = await orgWithWebhook(h);
     const metric = async (name: string) => {
       const res = await h.request({ method: 'GET', url: '/metrics', apiKey: null });
       const line = res.body.split('\n').find((l) => l.startsWith(`${name} `));
@@ -281,7 +256,7 @@ describe.each(ENGINES)('the folding stage (%s)', (engine) => {
     };
     expect(await metric('tally_fold_tail_events')).toBe(0);
     expect(await metric('tally_fold_lag_seconds')).toBe(0);
-    await seed(ctx, randomEvents(5, 3));
+    await seed(ctx, randomEvents(5, 3, NOW));
     h.clock.set(new Date(NOW + 2500));
     expect(await metric('tally_fold_tail_events')).toBe(3);
     expect(await metric('tally_fold_lag_seconds')).toBe(2.5);
@@ -293,18 +268,18 @@ describe.each(ENGINES)('the folding stage (%s)', (engine) => {
 
   it('/metrics recounts a long tail only every few seconds, and reads the lag from its head', async () => {
     await foldAll(h.ctx);
-    const ctx = await orgWithWebhook();
+    const ctx = await orgWithWebhook(h);
     const meter = new TailMeter(h.ctx.db, h.ctx.engine, () => h.clock.now().getTime(), {
       countAlways: 2,
       recountMs: 5_000,
     });
     expect(await meter.read()).toEqual({ events: 0, lagSeconds: 0 });
-    await seed(ctx, randomEvents(5, 3));
+    await seed(ctx, randomEvents(5, 3, NOW));
     h.clock.set(new Date(NOW + 1_000));
     expect(await meter.read()).toEqual({ events: 3, lagSeconds: 1 });
     // Longer than countAlways: the count of a second ago stands; the lag is read each time.
     h.clock.set(new Date(NOW + 2_000));
-    await seed(ctx, randomEvents(6, 2));
+    await seed(ctx, randomEvents(6, 2, NOW));
     h.clock.set(new Date(NOW + 4_000));
     expect(await meter.read()).toEqual({ events: 3, lagSeconds: 4 });
     h.clock.set(new Date(NOW + 6_000));
@@ -312,7 +287,7 @@ describe.each(ENGINES)('the folding stage (%s)', (engine) => {
     // An empty tail shows at once, and the next tail is counted at once.
     await foldAll(h.ctx);
     expect(await meter.read()).toEqual({ events: 0, lagSeconds: 0 });
-    await seed(ctx, randomEvents(7, 1));
+    await seed(ctx, randomEvents(7, 1, NOW));
     expect(await meter.read()).toEqual({ events: 1, lagSeconds: 0 });
     h.clock.set(new Date(NOW));
   });
@@ -323,7 +298,7 @@ describe.each(ENGINES)('the folding stage (%s)', (engine) => {
     'an event whose transaction began first but commits last is folded, once',
     async () => {
       await foldAll(h.ctx);
-      const ctx = await orgWithWebhook();
+      const ctx = await orgWithWebhook(h);
       const input = { task_type: 'dev_bug_fix', outcome: 'success' as const };
       let commit = () => undefined as void;
       const committed = new Promise<void>((resolve) => (commit = resolve));
@@ -363,8 +338,8 @@ describe.each(ENGINES)('the folding stage (%s)', (engine) => {
 
   it('a back-dated event waits in the tail, then folds into its own day', async () => {
     await foldAll(h.ctx);
-    const ctx = await orgWithWebhook();
-    await seed(ctx, randomEvents(4, 10));
+    const ctx = await orgWithWebhook(h);
+    await seed(ctx, randomEvents(4, 10, NOW));
     await foldAll(h.ctx);
     await seed(ctx, [
       {
@@ -391,7 +366,7 @@ describe.each(ENGINES)('the folding stage (%s)', (engine) => {
   });
   it('keeps week rows of ended weeks and month rows of ended days only, and builds them as they end', async () => {
     await foldAll(h.ctx);
-    const ctx = await orgWithWebhook();
+    const ctx = await orgWithWebhook(h);
     // Friday 20 November 2026: the week of Monday 16 November is open, and so is the day: its
     // event has a day row, and no month row yet.
     const at = (iso: string) => Date.parse(`${iso}T10:00:00.000Z`);
