@@ -5,6 +5,8 @@ export interface FoldTail {
   events: number;
   /** Seconds since the first event of the tail (in commit order) was received; 0 when it is empty. */
   lagSeconds: number;
+  /** Days whose week or month rows the folding stage has still to build (fold.ts closingDays). */
+  closingDays: number;
 }
 
 /**
@@ -63,6 +65,15 @@ export function createMetrics(
       async collect() {
         const tail = await read();
         if (tail) this.set(tail.lagSeconds);
+      },
+    });
+    new Gauge({
+      name: 'tally_fold_closing_days',
+      help: 'Days whose week and month rollup rows the folding stage has still to build from their day rows (after a backfill, which leaves them to the day rows until it is folded); reports read those days from their day rows meanwhile, exact but slower. 0 when caught up.',
+      registers: [registry],
+      async collect() {
+        const tail = await read();
+        if (tail) this.set(tail.closingDays);
       },
     });
   }

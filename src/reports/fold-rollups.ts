@@ -21,6 +21,9 @@ import {
  * The rows are the ones rollupDeltas (rollups.ts) builds with the same `coarseThrough` and
  * `monthsThrough`: day rows, week rows of closed weeks and month rows of closed days only; the
  * rollup tests compare the two. `grains`: those of one fold part (rollups.ts FOLD_PARTS), or all.
+ * `firstDay`, when known, is the earliest day of the events: a week or month statement that no
+ * event of it reaches (a pass whose weeks and days are left to their day rows, fold.ts
+ * planPart) is not run.
  */
 export async function foldRollups(
   db: DbOrTrx,
@@ -30,6 +33,7 @@ export async function foldRollups(
   coarseThrough = Infinity,
   monthsThrough = Infinity,
   grains: readonly Grain[] = ALL_GRAINS,
+  firstDay = -Infinity,
 ): Promise<void> {
   for (const grain of grains) {
     const kept: readonly string[] = GRAINS[grain];
@@ -42,6 +46,7 @@ export async function foldRollups(
       // Closed weeks and days only: `coarseThrough` is the first day of a week, so an event is in
       // a closed week exactly when its day is before it.
       const through = bucket === 'week' ? coarseThrough : bucket === 'month' ? monthsThrough : Infinity;
+      if (firstDay >= through) continue;
       const closed = Number.isFinite(through) ? sql`AND occurred_at < ${through * DAY_MS}` : sql``;
       await sql`
         INSERT INTO report_rollups (org_id, grain, day, agent_id, task_type, client_key, shard, ${COLUMNS})
@@ -95,6 +100,61 @@ export async function closeMonthDays(
       db,
     );
   });
+}
+
+/**
+ * Takes the month rows of the months from `monthsFrom` (a month's first day) on out of the
+ * rollups of `grains`, so that `months_through` can be set back to it: a pass then leaves the
+ * days from there on to their day rows (fold.ts planPart), and closeMonthDays builds the months
+ * again from their days as the stage closes them.
+ */
+export async function reopenMonths(db: DbOrTrx, monthsFrom: number, grains: readonly Grain[]): Promise<void> {
+  await eachCoarseGrain(db, monthsFrom, Infinity, grains, async (orgId, grain) => {
+    await sql`DELETE FROM report_rollups
+      WHERE org_id = ${orgId} AND grain = ${grainColumn(grain, 'month')} AND day >= ${monthsFrom}`.execute(
+      db,
+    );
+  });
+}
+
+/**
+ * The day rows of `grains` in [from, to), of every organisation, counted up to `most` (past it,
+ * `most + 1`): what closing the weeks and days of that range reads.
+ */
+export async function dayRowsUpTo(
+  db: DbOrTrx,
+  from: number,
+  to: number,
+  grains: readonly Grain[],
+  most: number,
+): Promise<number> {
+  let counted = 0;
+  await eachCoarseGrain(db, from, to, grains, async (orgId, grain) => {
+    if (counted > most) return;
+    const { rows } = await sql<{ n: unknown }>`
+      SELECT COUNT(*) AS n FROM (
+        SELECT 1 FROM report_rollups
+        WHERE org_id = ${orgId} AND grain = ${grain} AND day >= ${from} AND day < ${to}
+        LIMIT ${most - counted + 1}) AS kept`.execute(db);
+    counted += Number(rows[0]?.n ?? 0);
+  });
+  return counted;
+}
+
+/**
+ * The earliest day from `from` on that has day rows of `grains`, of any organisation (Infinity:
+ * none): the days before it have no rows to close.
+ */
+export async function firstDayRow(db: DbOrTrx, from: number, grains: readonly Grain[]): Promise<number> {
+  let first = Infinity;
+  await eachCoarseGrain(db, from, Infinity, grains, async (orgId, grain) => {
+    const { rows } = await sql<{ day: unknown }>`
+      SELECT MIN(day) AS day FROM report_rollups
+      WHERE org_id = ${orgId} AND grain = ${grain} AND day >= ${from}`.execute(db);
+    const day = rows[0]?.day;
+    if (day !== null && day !== undefined) first = Math.min(first, Number(day));
+  });
+  return first;
 }
 
 /**

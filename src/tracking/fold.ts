@@ -1,12 +1,24 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { ServiceCtx } from '../context.js';
 import { addUsage, usageMonth, type UsageIncrement } from '../billing/usage-counter.js';
-import { closeMonthDays, closeWeeks, foldRollups, seqRange } from '../reports/fold-rollups.js';
 import {
+  closeMonthDays,
+  closeWeeks,
+  dayRowsUpTo,
+  firstDayRow,
+  foldRollups,
+  reopenMonths,
+  seqRange,
+} from '../reports/fold-rollups.js';
+import {
+  DAY_MS,
   FOLD_PART_IDS,
   applyRollupDeltas,
+  bucketAround,
   coarseThroughAt,
   deltasExact,
+  hasCoarseBuckets,
+  monthStart,
   monthsThroughAt,
   partGrains,
   rollupDeltas,
@@ -109,6 +121,15 @@ export interface FoldOptions {
    * part, side by side (foldBacklog).
    */
   parts?: readonly FoldPartId[];
+  /**
+   * Whether the pass may leave its events' week and month rows to their day rows until its
+   * backlog is folded (planPart): 'auto' (the default) from `deferFrom` events on, where the
+   * rebuild reads no more than it saves; true whenever its events reach into closed weeks or days
+   * (tests); false never.
+   */
+  defer?: boolean | 'auto';
+  /** With `defer` 'auto': from this many events on (default DEFER_FROM). */
+  deferFrom?: number;
 }
 
 /**
@@ -185,12 +206,22 @@ async function firstEventIds(trx: DbOrTrx, rows: readonly EventRow[]): Promise<S
   return firsts;
 }
 
-/** The events of a range, counted. */
-async function count(trx: DbOrTrx, engine: Engine, from: Seq, to: Seq): Promise<number> {
-  const { rows } = await sql<{
-    n: unknown;
-  }>`SELECT COUNT(*) AS n FROM events WHERE ${seqRange(engine, from, to)}`.execute(trx);
-  return Number(rows[0]?.n ?? 0);
+/** The events of a range, counted, and the earliest day they occurred on (Infinity: none). */
+async function countRange(
+  trx: DbOrTrx,
+  engine: Engine,
+  from: Seq,
+  to: Seq,
+): Promise<{ folded: number; firstDay: number }> {
+  const { rows } = await sql<{ n: unknown; first: unknown }>`
+    SELECT COUNT(*) AS n, MIN(occurred_at) AS first FROM events WHERE ${seqRange(engine, from, to)}`.execute(
+    trx,
+  );
+  const first = rows[0]?.first;
+  return {
+    folded: Number(rows[0]?.n ?? 0),
+    firstDay: first === null || first === undefined ? Infinity : Math.floor(Number(first) / DAY_MS),
+  };
 }
 
 /** Adds the events of a range to their organisation's month of receipt (usage_monthly, shard 0). */
@@ -280,7 +311,10 @@ export async function foldOnce(ctx: ServiceCtx, options: FoldOptions = {}): Prom
     // and this pass's writes.
     if (ctx.engine === 'sqlite') await takeSqliteWriteLock(trx);
     const plans: PartPlan[] = [];
-    for (const part of parts) plans.push(await planPart(trx, ctx, part, now, limit));
+    for (const part of parts)
+      plans.push(
+        await planPart(trx, ctx, part, now, limit, options.defer ?? 'auto', options.deferFrom ?? DEFER_FROM),
+      );
     // Parts at the same point (on SQLite always: it folds every part in each pass) fold together,
     // as one part of all their grains: their events read once, each statement once.
     const groups = new Map<string, PartPlan[]>();
@@ -315,16 +349,46 @@ interface PartPlan {
   to: Seq;
   /** Events in [from, to). */
   folded: number;
-  /** Whether events committed before the pass are left for the next one. */
+  /** The earliest day of their occurred_at (Infinity without events). */
+  firstDay: number;
+  /** Whether events committed before the pass, or weeks and days to close, are left for the next one. */
   more: boolean;
   coarseThrough: number;
   monthsThrough: number;
 }
 
 /**
- * The first half of a part's pass in the pass's transaction `trx`: takes the part's lock, closes
- * the weeks and days that ended since its last pass, and finds the events after its watermark
- * it folds (at most `limit`); foldPlans folds them and the caller moves the watermark.
+ * A pass of a backlog from this many events on may leave the week and month rows of its events'
+ * days to their day rows, to be built from them once the backlog is folded (planPart).
+ */
+export const DEFER_FROM = 10_000;
+
+/**
+ * The most a pass closes (planPart): one week's rows (cut at month ends), and this many days
+ * added to their months' rows. A stage closes the weeks and days that end as it goes, one at a
+ * time; after a deferred backlog it closes the whole range of the backlog's days, a step per pass,
+ * so that no pass holds the events tracked meanwhile for long.
+ */
+export const CLOSE_DAYS = 7;
+
+/**
+ * The first half of a part's pass in the pass's transaction `trx`: takes the part's lock, finds
+ * the events after its watermark it folds (at most `limit`), sets where their week and month rows
+ * start being left to their day rows (`coarse_through`, `months_through`: rollups.ts
+ * coarseThroughAt, monthsThroughAt), and closes a step of the weeks and days that ended since;
+ * foldPlans folds the events and the caller moves the watermark.
+ *
+ * A random backfill's events rarely share a two- or three-key row, and their week and month rows
+ * were most of what it cost to fold (issue 14's notes: 62 % on PostgreSQL). So a pass of a
+ * backlog (DEFER_FROM events or more, FoldOptions.defer) whose events reach into closed weeks or days moves
+ * both points back before its earliest day, taking out the month rows of the months from there
+ * on: its events, and the rest of the backlog's, write day rows only, and reports read those days
+ * from their day rows. Once the backlog is folded, the passes close the weeks and days again, a
+ * step at a time (CLOSE_DAYS), each week's rows and each month's built from their days' rows,
+ * which a rebuild writes once instead of once per pass. Only where the day rows the rebuild reads
+ * that are not the backlog's own are no more than the backlog's events could add (one per event
+ * and grain): a small backfill into months of many events folds into their weeks and months as
+ * it comes.
  */
 async function planPart(
   trx: DbOrTrx,
@@ -332,6 +396,8 @@ async function planPart(
   part: FoldPartId,
   now: number,
   limit: number,
+  defer: boolean | 'auto',
+  deferFrom: number,
 ): Promise<PartPlan> {
   const postgres = ctx.engine === 'postgres';
   if (postgres) await sql`SELECT pg_advisory_xact_lock(${foldLock(part)})`.execute(trx);
@@ -341,23 +407,6 @@ async function planPart(
     .where('id', '=', part)
     .$if(postgres, (q) => q.forUpdate())
     .executeTakeFirstOrThrow();
-  // The weeks and days that ended since the last pass get their week and month rows first;
-  // this pass's events then add to them like any back-dated event (rollups.ts coarseThroughAt,
-  // monthsThroughAt).
-  const closedThrough = Number(state.coarse_through);
-  const coarseThrough = Math.max(closedThrough, coarseThroughAt(now));
-  const monthsClosedThrough = Number(state.months_through);
-  const monthsThrough = Math.max(monthsClosedThrough, monthsThroughAt(now));
-  if (coarseThrough > closedThrough || monthsThrough > monthsClosedThrough) {
-    const grains = partGrains(part);
-    await closeWeeks(trx, ctx.engine, closedThrough, coarseThrough, grains);
-    await closeMonthDays(trx, ctx.engine, monthsClosedThrough, monthsThrough, grains);
-    await trx
-      .updateTable('fold_state')
-      .set({ coarse_through: coarseThrough, months_through: monthsThrough })
-      .where('id', '=', part)
-      .execute();
-  }
   const from: Seq = state.watermark;
   let to = await foldableUpTo(trx, ctx.engine, from);
   const cut = await trx
@@ -369,14 +418,71 @@ async function planPart(
     .limit(1)
     .offset(limit)
     .executeTakeFirst();
-  const more = cut !== undefined && cut.ingest_seq !== null;
-  if (more) {
-    to = cut.ingest_seq as Seq;
+  const cutAt = cut?.ingest_seq ?? null;
+  let more = cutAt !== null;
+  if (cutAt !== null) {
+    to = cutAt as Seq;
     // One transaction's events are never split (their positions are equal).
     if (seqEqual(to, from)) to = seqAfter(from);
   }
-  const folded = seqEqual(to, from) ? 0 : await count(trx, ctx.engine, from, to);
-  return { part, from, to, folded, more: more && !seqEqual(to, from), coarseThrough, monthsThrough };
+  more = more && !seqEqual(to, from);
+  const { folded, firstDay } = seqEqual(to, from)
+    ? { folded: 0, firstDay: Infinity }
+    : await countRange(trx, ctx.engine, from, to);
+
+  let coarseThrough = Number(state.coarse_through);
+  let monthsThrough = Number(state.months_through);
+  const coarse = partGrains(part).filter(hasCoarseBuckets);
+  const backlog = defer === true ? folded > 0 : defer === 'auto' && folded >= deferFrom;
+  if (backlog && coarse.length > 0) {
+    const weeksFrom = Math.min(coarseThrough, bucketAround('week', firstDay)[0]);
+    const monthsFrom = Math.min(monthsThrough, monthStart(firstDay));
+    // The day rows the rebuild reads that it would not have read: those of the days reopened now.
+    const most = folded * coarse.length;
+    const reopened = async () => {
+      const months = await dayRowsUpTo(trx, monthsFrom, monthsThrough, coarse, most);
+      return months > most
+        ? months
+        : months + (await dayRowsUpTo(trx, weeksFrom, coarseThrough, coarse, most - months));
+    };
+    if (
+      (weeksFrom < coarseThrough || monthsFrom < monthsThrough) &&
+      (defer === true || (await reopened()) <= most)
+    ) {
+      if (monthsFrom < monthsThrough) await reopenMonths(trx, monthsFrom, coarse);
+      coarseThrough = weeksFrom;
+      monthsThrough = monthsFrom;
+    }
+  }
+  // The weeks and days that ended since the last pass get their week and month rows first (a
+  // step of them; none in the middle of a backlog); this pass's events then add to them like any
+  // back-dated event.
+  const weeksTo = coarseThroughAt(now);
+  const monthsTo = monthsThroughAt(now);
+  if (!(backlog && more) && (coarseThrough < weeksTo || monthsThrough < monthsTo)) {
+    // Days without rows close at no cost: the step starts at the first day with rows.
+    const first = await firstDayRow(trx, Math.min(coarseThrough, monthsThrough), coarse);
+    const weeks =
+      first >= weeksTo
+        ? weeksTo
+        : Math.min(weeksTo, bucketAround('week', Math.max(coarseThrough, bucketAround('week', first)[0]))[1]);
+    const days =
+      first >= monthsTo ? monthsTo : Math.min(monthsTo, Math.max(monthsThrough, first) + CLOSE_DAYS);
+    await closeWeeks(trx, ctx.engine, coarseThrough, weeks, coarse);
+    await closeMonthDays(trx, ctx.engine, monthsThrough, days, coarse);
+    coarseThrough = Math.max(coarseThrough, weeks);
+    monthsThrough = Math.max(monthsThrough, days);
+  }
+  if (coarseThrough !== Number(state.coarse_through) || monthsThrough !== Number(state.months_through)) {
+    await trx
+      .updateTable('fold_state')
+      .set({ coarse_through: coarseThrough, months_through: monthsThrough })
+      .where('id', '=', part)
+      .execute();
+  }
+  // Weeks or days still to close: the next pass follows at once.
+  const closing = coarseThrough < weeksTo || monthsThrough < monthsTo;
+  return { part, from, to, folded, firstDay, more: more || closing, coarseThrough, monthsThrough };
 }
 
 /**
@@ -389,7 +495,7 @@ async function foldPlans(
   plans: readonly PartPlan[],
   options: FoldOptions,
 ): Promise<void> {
-  const { from, to, folded, coarseThrough, monthsThrough } = plans[0] as PartPlan;
+  const { from, to, folded, firstDay, coarseThrough, monthsThrough } = plans[0] as PartPlan;
   const grains = plans.flatMap((plan) => partGrains(plan.part));
   const derived = plans.some((plan) => plan.part === 1);
   if (folded < (options.sqlFrom ?? SQL_FROM[ctx.engine])) {
@@ -407,7 +513,7 @@ async function foldPlans(
     }
     return;
   }
-  await foldRollups(trx, ctx.engine, from, to, coarseThrough, monthsThrough, grains);
+  await foldRollups(trx, ctx.engine, from, to, coarseThrough, monthsThrough, grains, firstDay);
   if (derived) {
     await foldUsage(trx, ctx.engine, from, to);
     await writeMessages(trx, ctx, from, to, undefined, options.messageChunk);
@@ -531,6 +637,24 @@ function readTail(
   });
 }
 
+/**
+ * The days whose week or month rows the stage has still to build from their day rows, at `now`:
+ * a day or so when a week or day has just ended, more after a backlog that deferred them
+ * (planPart), 0 when every part is closed up to now.
+ */
+async function closingDays(db: DbOrTrx, now: number): Promise<number> {
+  const states = await db.selectFrom('fold_state').select(['coarse_through', 'months_through']).execute();
+  return Math.max(
+    0,
+    ...states.map((state) =>
+      Math.max(
+        coarseThroughAt(now) - Number(state.coarse_through),
+        monthsThroughAt(now) - Number(state.months_through),
+      ),
+    ),
+  );
+}
+
 /** The tail's length, counted (readTail). */
 export async function tailState(db: DbOrTrx, engine: Engine): Promise<{ events: number }> {
   return { events: (await readTail(db, engine, true)).events ?? 0 };
@@ -558,7 +682,7 @@ export class TailMeter {
     private readonly recount: { countAlways: number; recountMs: number } = TAIL_RECOUNT,
   ) {}
 
-  async read(): Promise<{ events: number; lagSeconds: number }> {
+  async read(): Promise<{ events: number; lagSeconds: number; closingDays: number }> {
     const at = this.now();
     const last = this.last;
     const { countAlways, recountMs } = this.recount;
@@ -567,7 +691,7 @@ export class TailMeter {
     if (tail.headReceivedAt === null) this.last = null;
     else if (tail.events !== null) this.last = { events: tail.events, at };
     const lagSeconds = tail.headReceivedAt === null ? 0 : Math.max(0, (at - tail.headReceivedAt) / 1000);
-    return { events: this.last?.events ?? 0, lagSeconds };
+    return { events: this.last?.events ?? 0, lagSeconds, closingDays: await closingDays(this.db, at) };
   }
 }
 
@@ -595,6 +719,8 @@ export interface FoldStageOptions {
   runPass?: (options: FoldOptions & { limit: number }) => Promise<FoldResult>;
   /** PostgreSQL: the tail from which a pass folds the parts at once (default PARALLEL_FROM). */
   parallelFrom?: number;
+  /** The events from which a pass may defer week and month rows (FoldOptions.deferFrom). */
+  deferFrom?: number;
 }
 
 /** Failed passes of a stage, by kind, for /metrics (tally_fold_errors_total). */
@@ -676,6 +802,7 @@ export class FoldStage {
   private readonly onRecover: (failures: number) => void;
   private readonly failures: FoldFailures;
   private readonly runPass: (options: FoldOptions & { limit: number }) => Promise<FoldResult>;
+  private readonly deferFrom: number | undefined;
 
   constructor(
     private readonly ctx: ServiceCtx,
@@ -689,6 +816,7 @@ export class FoldStage {
     this.failures = new FoldFailures(options.retry ?? FOLD_RETRY);
     const parallelFrom = options.parallelFrom ?? PARALLEL_FROM;
     this.runPass = options.runPass ?? ((pass) => foldBacklog(ctx, pass, parallelFrom));
+    this.deferFrom = options.deferFrom;
   }
 
   /** Failed passes of this stage's loop so far, by kind. */
@@ -705,7 +833,8 @@ export class FoldStage {
   foldNow(options: FoldOptions = {}): Promise<FoldResult> {
     const pass = this.queue.then(async () => {
       try {
-        const result = await this.runPass({ limit: this.limit, ...options });
+        const deferFrom = this.deferFrom === undefined ? {} : { deferFrom: this.deferFrom };
+        const result = await this.runPass({ limit: this.limit, ...deferFrom, ...options });
         if (!result.more) this.limit = this.batch;
         return result;
       } catch (error) {

@@ -82,8 +82,9 @@ async function reopenPartDays(db: Db, part: FoldPartId, from: number): Promise<v
 
 /**
  * Events go in in steps; after each step the folding stage folds nothing, part of the tail (a
- * random number of events) or all of it, into every fold part or into one, on a clock that closes
- * random weeks. Whatever it
+ * random number of events) or all of it, into every fold part or into one, with its events' week
+ * and month rows or leaving them to their day rows, on a clock that closes random weeks (a step
+ * of them per pass). Whatever it
  * folded, every report equals the plain GROUP BY over the events (DESIGN §11: rollups up to the
  * watermark + the tail + the edges).
  */
@@ -107,6 +108,9 @@ describe.each(ENGINES)('reports at random fold points (%s)', (engine) => {
             // Every fold part, or one (rollups.ts FOLD_PARTS): each part has its own watermark,
             // and a report reads the part of its grain.
             parts: fc.constantFrom<Array<readonly FoldPartId[] | undefined>>(undefined, [1], [2]),
+            // Week and month rows folded as the events come, or left to the day rows of the
+            // events' days until the passes close them again, a step each (fold.ts planPart).
+            defer: fc.constantFrom<Array<boolean | 'auto'>>('auto', true),
             // The folding stage's clock, days before NOW: the weeks that ended by then get their
             // week rows (rollups.ts coarseThroughAt).
             foldDaysBefore: fc.integer({ min: 0, max: 60 }),
@@ -125,7 +129,8 @@ describe.each(ENGINES)('reports at random fold points (%s)', (engine) => {
         fc.constantFrom(...PERIODS),
         fc.constantFrom('events', 'hours_saved', 'net_saved' as const),
         fc.integer({ min: 0, max: 40 * DAY }),
-        async (steps, coarseDaysBefore, monthsDaysBefore, groupBy, period, sort, before) => {
+        fc.boolean(),
+        async (steps, coarseDaysBefore, monthsDaysBefore, groupBy, period, sort, before, settle) => {
           h.clock.set(new Date(NOW));
           await h.ctx.db
             .updateTable('fold_state')
@@ -138,10 +143,17 @@ describe.each(ENGINES)('reports at random fold points (%s)', (engine) => {
           for (const step of steps) {
             h.clock.set(new Date(NOW));
             events.push(...(await seed(ctx, step.events)));
-            const { sqlFrom, parts } = step;
+            const { sqlFrom, parts, defer } = step;
             h.clock.set(new Date(NOW - step.foldDaysBefore * DAY));
-            if (step.fold === 'some') await foldOnce(h.ctx, { limit: step.limit, sqlFrom, parts });
-            if (step.fold === 'all') await foldOnce(h.ctx, { sqlFrom, parts });
+            if (step.fold === 'some') await foldOnce(h.ctx, { limit: step.limit, sqlFrom, parts, defer });
+            if (step.fold === 'all') await foldOnce(h.ctx, { sqlFrom, parts, defer });
+          }
+          // Then, or not, the passes that close every week and day (after a deferred backlog,
+          // a step each: fold.ts CLOSE_DAYS).
+          if (settle) {
+            h.clock.set(new Date(NOW));
+            for (let pass = 0; (await foldOnce(h.ctx, { defer: false })).more; pass++)
+              expect(pass).toBeLessThan(100);
           }
           const at = NOW - before;
           const from = windowFrom(period, at);

@@ -8,7 +8,7 @@ import { buildReport } from '../../src/reports/report.js';
 import { eventView } from '../../src/tracking/events.js';
 import { expectedRows, type Dim } from '../reports/reference.js';
 import { OUTCOMES } from '../../src/orgs/organizations.js';
-import { DAY_MS, SUMS, foldPartOf, sumColumn } from '../../src/reports/rollups.js';
+import { DAY_MS, SUMS, SUM_COLUMNS, foldPartOf, rollupDeltas, sumColumn } from '../../src/reports/rollups.js';
 import type { DbOrTrx } from '../../src/storage/db.js';
 import { createWebhook } from '../../src/webhooks/subscriptions.js';
 import { lcg, type SeedEvent } from '../reports/seed.js';
@@ -183,4 +183,24 @@ export async function foldAll(ctx: ServiceCtx, sqlFrom?: number) {
     if (!result.more) await new Promise((resolve) => setTimeout(resolve, 10));
   }
   throw new Error('the tail did not empty');
+}
+
+/** An organisation's rollup rows, next to the rows rollupDeltas builds for its events. */
+export async function rowsAndDeltas(ctx: OrgCtx, coarseThrough: number, monthsThrough: number) {
+  const key = (r: Record<string, unknown>) =>
+    [r.grain, r.day, r.agent_id, r.task_type, r.client_key].map(String).join('|');
+  const normal = (rows: Array<Record<string, unknown>>) =>
+    rows
+      .map((r) => [key(r), ...SUM_COLUMNS.map((c) => Number(r[c]))] as const)
+      .sort((a, b) => (a[0] < b[0] ? -1 : 1));
+  const events = await ctx.db.selectFrom('events').selectAll().where('org_id', '=', ctx.org.id).execute();
+  const stored = await ctx.db
+    .selectFrom('report_rollups')
+    .selectAll()
+    .where('org_id', '=', ctx.org.id)
+    .execute();
+  return {
+    stored: normal(stored as never),
+    built: normal(rollupDeltas(events, 0, coarseThrough, monthsThrough) as never),
+  };
 }

@@ -15,7 +15,15 @@ import { unlimited } from '../reports/unlimited.js';
 import { createTestStorage, ENGINES, type TestStorage } from '../support/engines.js';
 import { createHarness, type Harness } from '../support/harness.js';
 import { tempFile } from '../support/temp.js';
-import { PAUSED, derived, expectExact, foldAll, orgWithWebhook, randomEvents } from './derived.js';
+import {
+  PAUSED,
+  derived,
+  expectExact,
+  foldAll,
+  orgWithWebhook,
+  randomEvents,
+  rowsAndDeltas,
+} from './derived.js';
 
 const NOW = Date.parse('2026-11-20T12:00:00.000Z');
 const DAY = 86_400_000;
@@ -263,6 +271,7 @@ describe.each(ENGINES)('the folding stage (%s)', (engine) => {
     await foldAll(h.ctx);
     expect(await metric('tally_fold_tail_events')).toBe(0);
     expect(await metric('tally_fold_lag_seconds')).toBe(0);
+    expect(await metric('tally_fold_closing_days')).toBe(0);
     h.clock.set(new Date(NOW));
   });
 
@@ -273,22 +282,22 @@ describe.each(ENGINES)('the folding stage (%s)', (engine) => {
       countAlways: 2,
       recountMs: 5_000,
     });
-    expect(await meter.read()).toEqual({ events: 0, lagSeconds: 0 });
+    expect(await meter.read()).toEqual({ events: 0, lagSeconds: 0, closingDays: 0 });
     await seed(ctx, randomEvents(5, 3, NOW));
     h.clock.set(new Date(NOW + 1_000));
-    expect(await meter.read()).toEqual({ events: 3, lagSeconds: 1 });
+    expect(await meter.read()).toEqual({ events: 3, lagSeconds: 1, closingDays: 0 });
     // Longer than countAlways: the count of a second ago stands; the lag is read each time.
     h.clock.set(new Date(NOW + 2_000));
     await seed(ctx, randomEvents(6, 2, NOW));
     h.clock.set(new Date(NOW + 4_000));
-    expect(await meter.read()).toEqual({ events: 3, lagSeconds: 4 });
+    expect(await meter.read()).toEqual({ events: 3, lagSeconds: 4, closingDays: 0 });
     h.clock.set(new Date(NOW + 6_000));
-    expect(await meter.read()).toEqual({ events: 5, lagSeconds: 6 });
+    expect(await meter.read()).toEqual({ events: 5, lagSeconds: 6, closingDays: 0 });
     // An empty tail shows at once, and the next tail is counted at once.
     await foldAll(h.ctx);
-    expect(await meter.read()).toEqual({ events: 0, lagSeconds: 0 });
+    expect(await meter.read()).toEqual({ events: 0, lagSeconds: 0, closingDays: 0 });
     await seed(ctx, randomEvents(7, 1, NOW));
-    expect(await meter.read()).toEqual({ events: 1, lagSeconds: 0 });
+    expect(await meter.read()).toEqual({ events: 1, lagSeconds: 0, closingDays: 0 });
     h.clock.set(new Date(NOW));
   });
 
@@ -412,11 +421,18 @@ describe.each(ENGINES)('the folding stage (%s)', (engine) => {
     expect(await keys('agent+task_type+client')).toContain('2026-11-20 now 1');
     await expectExact(ctx);
 
-    // Wednesday 2 December: the weeks to 1 December and the days to 1 December have ended; a
-    // pass with no events closes them, from their days' rows.
+    // Wednesday 2 December: the weeks to 1 December and the days to 1 December have ended;
+    // passes with no events close them from their days' rows, a step each (fold.ts CLOSE_DAYS):
+    // a week, and a week of days from the first with rows; reports are exact in between.
     h.clock.set(new Date(at('2026-12-02')));
     expect(await tailState(h.ctx.db, h.ctx.engine)).toMatchObject({ events: 0 });
-    await foldOnce(h.ctx);
+    expect(await foldOnce(h.ctx)).toMatchObject({ folded: 0, more: true });
+    expect(await readFoldState(h.ctx.db)).toMatchObject({
+      coarseThrough: Date.parse('2026-11-23') / DAY,
+      monthsThrough: Date.parse('2026-11-27') / DAY,
+    });
+    await expectExact(ctx);
+    await foldAll(h.ctx);
     expect(await readFoldState(h.ctx.db)).toMatchObject({
       coarseThrough: Date.parse('2026-12-01') / DAY,
       monthsThrough: Date.parse('2026-12-02') / DAY,
@@ -471,10 +487,17 @@ describe.each(ENGINES)('two folding stages racing, while tracking goes on (%s)',
   });
 
   // On PostgreSQL also with every tail a backlog, so that the stages fold the parts at once
-  // (foldBacklog), each part under its own lock.
-  it.each(engine === 'postgres' ? [PARALLEL_FROM, 1] : [PARALLEL_FROM])(
-    'folds every event exactly once and writes every webhook message once (parts at once from a tail of %i)',
-    async (parallelFrom) => {
+  // (foldBacklog), each part under its own lock. Then with back-dated events and every pass a
+  // backlog that leaves its week and month rows to the day rows, which the stages close again as
+  // they race (fold.ts planPart).
+  const racing = [
+    { parallelFrom: PARALLEL_FROM, deferFrom: undefined },
+    ...(engine === 'postgres' ? [{ parallelFrom: 1, deferFrom: undefined }] : []),
+    { parallelFrom: engine === 'postgres' ? 1 : PARALLEL_FROM, deferFrom: 1 },
+  ];
+  it.each(racing)(
+    'folds every event exactly once and writes every webhook message once (parts at once from a tail of $parallelFrom, deferred from $deferFrom)',
+    async ({ parallelFrom, deferFrom }) => {
       const config = loadConfig({ TALLY_LOG_LEVEL: 'silent', TALLY_WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });
       const clock = new ManualClock('2026-11-20T12:00:00.000Z');
       const ctxA: ServiceCtx = { db: a.db, engine, clock, config };
@@ -497,8 +520,8 @@ describe.each(ENGINES)('two folding stages racing, while tracking goes on (%s)',
       // (SQLite's busy wait is synchronous) would hold up the event loop the other needs to finish.
       await foldOnce(ctxA);
       const stages = [
-        new FoldStage(ctxA, { idlePollMs: 1, batch: 37, onError, parallelFrom }),
-        new FoldStage(ctxB, { idlePollMs: 1, batch: 53, onError, parallelFrom }),
+        new FoldStage(ctxA, { idlePollMs: 1, batch: 37, onError, parallelFrom, deferFrom }),
+        new FoldStage(ctxB, { idlePollMs: 1, batch: 53, onError, parallelFrom, deferFrom }),
       ];
       for (const stage of stages) stage.start();
       const total = 400;
@@ -513,6 +536,14 @@ describe.each(ENGINES)('two folding stages racing, while tracking goes on (%s)',
                 task_type: 'support_ticket_reply',
                 outcome: 'success',
                 metadata: { client_id: `c${i % 3}` },
+                // Back-dated up to 60 days when the passes defer.
+                ...(deferFrom === undefined
+                  ? {}
+                  : {
+                      occurred_at: new Date(
+                        clock.now().getTime() - ((burst * 40 + i) % 60) * 86_400_000,
+                      ).toISOString(),
+                    }),
               },
             }),
           ),
@@ -529,6 +560,14 @@ describe.each(ENGINES)('two folding stages racing, while tracking goes on (%s)',
         createdEvents: total,
         firsts: 23,
       });
+      // Every week and day closed again, into the rows a fold as the events come writes.
+      const { coarseThrough, monthsThrough } = await readFoldState(a.db, 2);
+      expect({ coarseThrough, monthsThrough }).toEqual({
+        coarseThrough: coarseThroughAt(clock.now().getTime()),
+        monthsThrough: monthsThroughAt(clock.now().getTime()),
+      });
+      const { stored, built } = await rowsAndDeltas(org, coarseThrough, monthsThrough);
+      expect(stored).toEqual(built);
     },
   );
 });
