@@ -156,8 +156,9 @@ const GRAIN_ENTRIES = (Object.entries(GRAINS) as Array<[Grain, readonly Keyed[]]
  * likewise until each day ends (monthsThroughAt). `coarseThrough`, kept in `fold_state`, is the
  * first day of the week (cut at month ends) that the stage last saw begin: every week that ends
  * by then has complete rows; the stage builds a week's rows from its days' when it passes its end
- * (fold-rollups.ts closeWeeks), and back-dated events fold into closed weeks as they come.
- * Reports read a week row only when its week is closed (plan.ts).
+ * (fold-rollups.ts closeWeeks), and back-dated events fold into closed weeks as they come, except
+ * a backlog's, which moves `coarseThrough` back before its days until it is folded (fold.ts
+ * planPart). Reports read a week row only when its week is closed (plan.ts).
  */
 export function coarseThroughAt(nowMs: number): number {
   return bucketAround('week', Math.floor(nowMs / DAY_MS))[0];
@@ -173,7 +174,8 @@ export function coarseThroughAt(nowMs: number): number {
  * rows costs a report reading this month one day of rows more. `monthsThrough`, kept in
  * `fold_state`, is the first day whose events the month rows do not hold: when the stage sees a
  * day end it adds that day's rows to its month's (fold-rollups.ts closeMonthDays), and
- * back-dated events fold into the month rows of the days before it as they come. Reports read
+ * back-dated events fold into the month rows of the days before it as they come (a backlog moves
+ * it back instead, fold.ts planPart). Reports read
  * the month of `monthsThrough` as its rows plus the day rows from `monthsThrough` on (plan.ts).
  */
 export function monthsThroughAt(nowMs: number): number {

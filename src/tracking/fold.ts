@@ -534,7 +534,8 @@ export const PARALLEL_FROM = 10_000;
  * folded into some part), a pass of each part at once, each from its own watermark, so that a
  * backlog folds on two cores: on 200,000 random backfilled events (PostgreSQL), the rollups of
  * every grain took 18.6–22.5 s in one transaction, and the two parts side by side 12.2–12.8 s
- * (each alone 10.6–11.3 s; issue 14's note). Otherwise (SQLite, with
+ * (each alone 10.6–11.3 s; issue 14's note); likewise with more than a step of weeks and days
+ * to close (after a backlog that deferred them, planPart). Otherwise (SQLite, with
  * one writer per file; a short tail; a test's pass with options of its own) one pass of every
  * part. Each part's pass is atomic on its own: when one fails, the other's stays, and the next
  * pass goes on from each part's watermark.
@@ -545,8 +546,10 @@ export async function foldBacklog(
   parallelFrom = PARALLEL_FROM,
 ): Promise<FoldResult> {
   const plain = pass.parts !== undefined || pass.beforeCommit !== undefined;
-  if (ctx.engine !== 'postgres' || plain || !(await tailReaches(ctx.db, parallelFrom)))
-    return foldOnce(ctx, pass);
+  const backlog = async () =>
+    (await tailReaches(ctx.db, parallelFrom)) ||
+    (await closingDays(ctx.db, ctx.clock.now().getTime())) > CLOSE_DAYS;
+  if (ctx.engine !== 'postgres' || plain || !(await backlog())) return foldOnce(ctx, pass);
   const settled = await Promise.allSettled(
     FOLD_PART_IDS.map((part) => foldOnce(ctx, { ...pass, parts: [part] })),
   );
