@@ -67,7 +67,9 @@ import { eventView } from './events.js';
  * (storage/events-file.ts). bench:ingest on SQLite (1,000,000 random backfilled events; README
  * "The size of a pass"): the lag was under 1 s 90–95 s after the load in passes of 20,000, 49–54 s
  * in passes of 50,000 and 44–48 s in passes of 100,000, while a write to the main file waited up
- * to 4.6, 7.1 and 10.9 s (p50 1.5, 2.8 and 4.0 s). 20,000 keeps a pass under the busy timeout on a database of that size.
+ * to 4.6, 7.1 and 10.9 s (p50 1.5, 2.8 and 4.0 s); since a backlog's passes write day rows only
+ * (planPart), 18 s in passes of 20,000, a write waiting up to 1.6 s. 20,000 keeps a pass under
+ * the busy timeout on a database of that size.
  * Smaller caps were measured slower in total (see FoldStage's pacing): 2,000 held bench:ingest to
  * 13 % of its floor. On PostgreSQL tracking and every other write go on while a pass folds, and a
  * larger pass folds faster: on 400,000 random backfilled events, 8,466 events/s in passes of
@@ -100,7 +102,10 @@ type Seq = string | number;
 export interface FoldResult {
   /** Events folded by this pass (by the part that folded most, when it folded several). */
   folded: number;
-  /** Whether events committed before the pass are left for the next one (the batch was full). */
+  /**
+   * Whether events committed before the pass are left for the next one (the batch was full), or
+   * weeks and days to close (planPart closes a step per pass).
+   */
   more: boolean;
   /** The lowest watermark of the parts folded, after the pass. */
   watermark: Seq;
@@ -351,7 +356,7 @@ interface PartPlan {
   folded: number;
   /** The earliest day of their occurred_at (Infinity without events). */
   firstDay: number;
-  /** Whether events committed before the pass, or weeks and days to close, are left for the next one. */
+  /** Whether events committed before the pass, or weeks and days to close, are left for later. */
   more: boolean;
   coarseThrough: number;
   monthsThrough: number;
@@ -380,15 +385,15 @@ export const CLOSE_DAYS = 7;
  *
  * A random backfill's events rarely share a two- or three-key row, and their week and month rows
  * were most of what it cost to fold (issue 14's notes: 62 % on PostgreSQL). So a pass of a
- * backlog (DEFER_FROM events or more, FoldOptions.defer) whose events reach into closed weeks or days moves
- * both points back before its earliest day, taking out the month rows of the months from there
- * on: its events, and the rest of the backlog's, write day rows only, and reports read those days
- * from their day rows. Once the backlog is folded, the passes close the weeks and days again, a
- * step at a time (CLOSE_DAYS), each week's rows and each month's built from their days' rows,
- * which a rebuild writes once instead of once per pass. Only where the day rows the rebuild reads
- * that are not the backlog's own are no more than the backlog's events could add (one per event
- * and grain): a small backfill into months of many events folds into their weeks and months as
- * it comes.
+ * backlog (DEFER_FROM events or more; FoldOptions.defer) whose events reach into closed weeks or
+ * days moves both points back before its earliest day, and takes out the month rows of the months
+ * from there on: its events, and the rest of the backlog's, write day rows only, and reports read
+ * those days from their day rows. Once the backlog is folded, the passes close the weeks and days
+ * again, a step each (CLOSE_DAYS), building each week's rows and each month's from their days'
+ * rows: a rebuild writes each of them once, instead of once per pass whose events touch it. It
+ * defers only where the day rows of the days it reopens (which the rebuild reads again) are no
+ * more than its events could add (one per event and grain): a small backfill into days of many
+ * events folds into their weeks and months as it comes.
  */
 async function planPart(
   trx: DbOrTrx,
