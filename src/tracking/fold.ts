@@ -67,9 +67,10 @@ import { eventView } from './events.js';
  * (storage/events-file.ts). bench:ingest on SQLite (1,000,000 random backfilled events; README
  * "The size of a pass"): the lag was under 1 s 90–95 s after the load in passes of 20,000, 49–54 s
  * in passes of 50,000 and 44–48 s in passes of 100,000, while a write to the main file waited up
- * to 4.6, 7.1 and 10.9 s (p50 1.5, 2.8 and 4.0 s); since a backlog's passes write day rows only
- * (planPart), 18 s in passes of 20,000, a write waiting up to 1.6 s. 20,000 keeps a pass under
- * the busy timeout on a database of that size.
+ * to 4.6, 7.1 and 10.9 s (p50 1.5, 2.8 and 4.0 s). Since a backlog's passes write day rows only
+ * (planPart): 18.4 s in passes of 20,000, a write waiting up to 1.6 s; 5.2–5.6 s in passes of
+ * 50,000, a write waiting up to 2.8–2.9 s (p50 1.0–1.1 s), less than 20,000 made it wait before:
+ * 50,000 keeps a pass well under the busy timeout on a database of that size.
  * Smaller caps were measured slower in total (see FoldStage's pacing): 2,000 held bench:ingest to
  * 13 % of its floor. On PostgreSQL tracking and every other write go on while a pass folds, and a
  * larger pass folds faster: on 400,000 random backfilled events, 8,466 events/s in passes of
@@ -79,7 +80,7 @@ import { eventView } from './events.js';
  * organisations with webhooks into the service MESSAGE_CHUNK at a time, and one that outlasts the
  * statement timeout makes the next ones smaller (FoldStage.foldNow).
  */
-export const FOLD_BATCH = { sqlite: 20_000, postgres: 200_000 } as const;
+export const FOLD_BATCH = { sqlite: 50_000, postgres: 200_000 } as const;
 
 /**
  * The advisory lock of a part of the folding stage (rollups.ts FOLD_PARTS): two keys, apart from
