@@ -69,8 +69,9 @@ import { eventView } from './events.js';
  * in passes of 50,000 and 44–48 s in passes of 100,000, while a write to the main file waited up
  * to 4.6, 7.1 and 10.9 s (p50 1.5, 2.8 and 4.0 s). Since a backlog's passes write day rows only
  * (planPart): 18.4 s in passes of 20,000, a write waiting up to 1.6 s; 5.2–5.6 s in passes of
- * 50,000, a write waiting up to 2.8–2.9 s (p50 1.0–1.1 s), less than 20,000 made it wait before:
- * 50,000 keeps a pass well under the busy timeout on a database of that size.
+ * 50,000, a write waiting up to 2.8–2.9 s (p50 1.0–1.1 s), less than 20,000 made it wait before.
+ * On a day the machine ran half as fast, the lag was 4.7–40.6 s in passes of 50,000 (90.1 s in
+ * passes of 20,000) and a write waited up to 5.7–11.0 s, past the busy timeout of another process.
  * Smaller caps were measured slower in total (see FoldStage's pacing): 2,000 held bench:ingest to
  * 13 % of its floor. On PostgreSQL tracking and every other write go on while a pass folds, and a
  * larger pass folds faster: on 400,000 random backfilled events, 8,466 events/s in passes of
