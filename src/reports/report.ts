@@ -72,13 +72,20 @@ export function toReportRow(groupBy: readonly Dimension[], row: readonly unknown
   };
 }
 
+/**
+ * The organisation's first event's occurred_at: the first row of its index, not MIN(), which
+ * PostgreSQL may plan as an aggregate over all of them when its statistics are older than a
+ * backfill (fold-rollups.ts firstDayRow).
+ */
 async function earliestEvent(ctx: OrgCtx): Promise<number | null> {
   const row = await ctx.db
     .selectFrom('events')
-    .select((eb) => eb.fn.min('occurred_at').as('earliest'))
+    .select('occurred_at')
     .where('org_id', '=', ctx.org.id)
+    .orderBy('occurred_at')
+    .limit(1)
     .executeTakeFirst();
-  return row?.earliest === null || row?.earliest === undefined ? null : Number(row.earliest);
+  return row === undefined ? null : Number(row.occurred_at);
 }
 
 export interface ReportOptions {
