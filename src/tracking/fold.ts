@@ -635,16 +635,35 @@ function readTail(
   db: DbOrTrx,
   engine: Engine,
   count: boolean,
-): Promise<{ events: number | null; headReceivedAt: number | null }> {
+): Promise<{ events: number | null; headReceivedAt: number | null; watermark: Seq }> {
   return inSnapshot(db, engine, async (trx) => {
     const watermark = await lowestWatermark(trx);
     const head = (await headReceivedAt(trx, engine, watermark)).rows[0]?.received_at;
-    if (head === undefined || head === null) return { events: 0, headReceivedAt: null };
-    if (!count) return { events: null, headReceivedAt: Number(head) };
+    if (head === undefined || head === null) return { events: 0, headReceivedAt: null, watermark };
+    if (!count) return { events: null, headReceivedAt: Number(head), watermark };
     const { rows } = await sql<{ n: unknown }>`
       SELECT COUNT(*) AS n FROM events WHERE ${afterMark(engine, watermark)}`.execute(trx);
-    return { events: Number(rows[0]?.n ?? 0), headReceivedAt: Number(head) };
+    return { events: Number(rows[0]?.n ?? 0), headReceivedAt: Number(head), watermark };
   });
+}
+
+/**
+ * The fold lag at `now` (`tally_fold_lag_seconds`, in milliseconds) and the lowest watermark,
+ * without counting the tail: two index steps, cheap enough to read several times a second
+ * (ingest-gate.ts).
+ */
+export async function foldLag(
+  db: DbOrTrx,
+  engine: Engine,
+  now: number,
+): Promise<{ lagMs: number; watermark: string }> {
+  const tail = await readTail(db, engine, false);
+  return { lagMs: lagMsAt(tail.headReceivedAt, now), watermark: String(tail.watermark) };
+}
+
+/** How long ago, at `now`, the next event to fold was received; 0 when the tail is empty. */
+function lagMsAt(headReceivedAt: number | null, now: number): number {
+  return headReceivedAt === null ? 0 : Math.max(0, now - headReceivedAt);
 }
 
 /**
@@ -700,7 +719,7 @@ export class TailMeter {
     const tail = await readTail(this.db, this.engine, count);
     if (tail.headReceivedAt === null) this.last = null;
     else if (tail.events !== null) this.last = { events: tail.events, at };
-    const lagSeconds = tail.headReceivedAt === null ? 0 : Math.max(0, (at - tail.headReceivedAt) / 1000);
+    const lagSeconds = lagMsAt(tail.headReceivedAt, at) / 1000;
     return { events: this.last?.events ?? 0, lagSeconds, closingDays: await closingDays(this.db, at) };
   }
 }
