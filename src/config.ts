@@ -35,6 +35,11 @@ export interface Config {
    * writes wait for each pass.
    */
   foldBatch: number | null;
+  /**
+   * A batch of POST /v1/track/batch waits while the folding stage is more than this many seconds
+   * behind (TALLY_INGEST_MAX_LAG_SECONDS; tracking/ingest-gate.ts); 0: it never waits.
+   */
+  ingestMaxLagSeconds: number;
 }
 
 export interface DatabaseTimeouts {
@@ -202,5 +207,6 @@ export function loadConfig(env: Env = process.env): Config {
       env.TALLY_FOLD_BATCH === undefined || env.TALLY_FOLD_BATCH === ''
         ? null
         : integer(env, 'TALLY_FOLD_BATCH', 0, 1, 10_000_000),
+    ingestMaxLagSeconds: integer(env, 'TALLY_INGEST_MAX_LAG_SECONDS', 12, 0, 86_400),
   };
 }

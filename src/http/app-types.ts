@@ -8,6 +8,7 @@ import type { Authenticated } from '../orgs/api-keys.js';
 import { readDb, type Storage } from '../storage/db.js';
 import type { RateLimiter } from './rate-limit.js';
 import type { Metrics } from './metrics.js';
+import type { IngestGate } from '../tracking/ingest-gate.js';
 
 export interface AppDeps {
   storage: Storage;
@@ -33,6 +34,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     tally: AppDeps;
     metrics: Metrics;
+    /** Holds backfill batches while the folding stage is too far behind; null when off. */
+    ingestGate: IngestGate | null;
   }
 }
 

@@ -37,6 +37,16 @@ export function createMetrics(
     help: 'Events stored by POST /v1/track and /v1/track/batch.',
     registers: [registry],
   });
+  const ingestHeldSeconds = new Counter({
+    name: 'tally_ingest_held_seconds_total',
+    help: 'Seconds that POST /v1/track/batch requests waited for the folding stage to come back within TALLY_INGEST_MAX_LAG_SECONDS before storing their events.',
+    registers: [registry],
+  });
+  const ingestHeldBatches = new Counter({
+    name: 'tally_ingest_held_batches_total',
+    help: 'POST /v1/track/batch requests that waited for the folding stage (TALLY_INGEST_MAX_LAG_SECONDS).',
+    registers: [registry],
+  });
   if (foldTail) {
     // A scrape while the database is away leaves the last values. Both gauges of one scrape
     // share one read (prom-client collects them side by side).
@@ -91,7 +101,7 @@ export function createMetrics(
       },
     });
   }
-  return { registry, requests, duration, eventsTracked };
+  return { registry, requests, duration, eventsTracked, ingestHeldSeconds, ingestHeldBatches };
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;

@@ -10,7 +10,8 @@ import { handleError, sendError } from './errors.js';
 import { clientErrorHandler, frameworkErrors, registerInputGuard } from './input-guard.js';
 import { createMetrics } from './metrics.js';
 import { SWAGGER_OPTIONS } from './openapi.js';
-import { TailMeter, foldErrorCounts } from '../tracking/fold.js';
+import { TailMeter, foldErrorCounts, foldLag } from '../tracking/fold.js';
+import { IngestGate } from '../tracking/ingest-gate.js';
 import { registerServiceRoutes } from './service-routes.js';
 import { registerTrackingRoutes } from '../tracking/routes.js';
 import { registerSettingsRoutes } from '../settings/routes.js';
@@ -85,6 +86,16 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
       () => foldErrorCounts(deps.storage.db),
     ),
   );
+  const { ingestMaxLagSeconds } = deps.config;
+  app.decorate(
+    'ingestGate',
+    ingestMaxLagSeconds > 0
+      ? new IngestGate(
+          () => foldLag(deps.storage.db, deps.storage.engine, deps.clock.now().getTime()),
+          ingestMaxLagSeconds * 1000,
+        )
+      : null,
+  );
   app.setErrorHandler(handleError);
   app.setNotFoundHandler((request, reply) =>
     sendError(reply, new AppError('not_found', `No route ${request.method} ${request.url.split('?')[0]}.`)),
@@ -95,6 +106,8 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
   let closing = false;
   app.addHook('preClose', async () => {
     closing = true;
+    // A batch waiting for the folding stage is stored now, before its connection is closed.
+    app.ingestGate?.close();
   });
   app.addHook('onRequest', async (request, reply) => {
     reply.header('X-Request-Id', request.id);

@@ -87,6 +87,12 @@ export function registerTrackingRoutes(app: FastifyInstance): void {
       if (granted < 1)
         throw new AppError('rate_limited', 'Too many requests for this API key; retry in a second.');
       const ctx = orgCtx(app, request);
+      // A backfill goes at the pace the folding stage folds it (ingest-gate.ts).
+      const heldMs = (await app.ingestGate?.admit()) ?? 0;
+      if (heldMs > 0) {
+        app.metrics.ingestHeldBatches.inc();
+        app.metrics.ingestHeldSeconds.inc(heldMs / 1000);
+      }
       // Submitted together, the admitted events share one transaction; each still succeeds or
       // fails on its own.
       const settled = await Promise.allSettled(
