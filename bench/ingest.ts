@@ -17,9 +17,12 @@
  *   start of the load until the lag is back under 1 s, each on time whatever the ones before it
  *   still wait for. On SQLite a folding pass holds the main file's write lock for seconds
  *   (fold-thread.ts): the write waits for the rest of the pass under way; API and dashboard reads
- *   use the read connection (http/app-types.ts) and wait for no pass.
+ *   use the read connection (http/app-types.ts) and wait for no pass;
+ * - how many batches waited for the folding stage, and how long in all (TALLY_INGEST_MAX_LAG_SECONDS,
+ *   tracking/ingest-gate.ts: a batch waits while the stage is further behind than that).
  *
- * TALLY_FOLD_BATCH sets the events per folding pass (README "Ingest behind a watermark").
+ * TALLY_FOLD_BATCH sets the events per folding pass (README "Ingest behind a watermark");
+ * TALLY_INGEST_MAX_LAG_SECONDS=0 lets every batch in at once.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -231,6 +234,10 @@ async function runEngine(engine: 'sqlite' | 'postgres', port: number) {
   loading = false;
   await sampler;
   const endTail = await metric(api, 'tally_fold_tail_events');
+  const held = {
+    batches: await metric(api, 'tally_ingest_held_batches_total'),
+    seconds: await metric(api, 'tally_ingest_held_seconds_total'),
+  };
   const loadEnd = performance.now();
   let caughtUp = NaN;
   for (;;) {
@@ -273,6 +280,7 @@ async function runEngine(engine: 'sqlite' | 'postgres', port: number) {
     endTail,
     caughtUp,
     closed,
+    held,
     reads: reads.sort((a, b) => a - b),
     writes: writes.sort((a, b) => a - b),
   };
@@ -286,11 +294,13 @@ const engines = (process.env.BENCH_ENGINES ?? 'sqlite,postgres').split(',') as A
 const passes = process.env.TALLY_FOLD_BATCH
   ? `passes of ${process.env.TALLY_FOLD_BATCH} events`
   : 'default passes';
+const maxLag = process.env.TALLY_INGEST_MAX_LAG_SECONDS;
+const gate = maxLag === '0' ? 'batches never wait' : `batches wait while the lag is over ${maxLag || 12} s`;
 console.log(
-  `POST /v1/track/batch: ${TOTAL.toLocaleString('en')} events, ${PER_REQUEST} per request, ${IN_FLIGHT} requests in flight, occurred_at over 89 days; folding in ${passes}`,
+  `POST /v1/track/batch: ${TOTAL.toLocaleString('en')} events, ${PER_REQUEST} per request, ${IN_FLIGHT} requests in flight, occurred_at over 89 days; folding in ${passes}; ${gate}`,
 );
 console.log(
-  'engine     events/s   floor/s  vs floor  failed  tail max  tail at end  lag < 1 s after  closed after  a read p50 / p99 / max  a write (PATCH /v1/settings) p50 / p99 / max',
+  'engine     events/s   floor/s  vs floor  failed  tail max  tail at end  lag < 1 s after  closed after  batches held (s)  a read p50 / p99 / max  a write (PATCH /v1/settings) p50 / p99 / max',
 );
 const spread = (values: number[]) =>
   `${[0.5, 0.99, 1].map((q) => `${quantile(values, q).toFixed(0)} ms`).join(' / ')} (${values.length})`;
@@ -298,6 +308,6 @@ let port = 18_180;
 for (const engine of engines) {
   const r = await runEngine(engine, port++);
   console.log(
-    `${engine.padEnd(9)} ${r.rate.toFixed(0).padStart(9)} ${r.floor.toFixed(0).padStart(9)} ${`${((r.rate / r.floor) * 100).toFixed(1)}%`.padStart(9)} ${String(r.failed).padStart(7)} ${String(r.maxTail).padStart(9)} ${String(r.endTail).padStart(12)} ${`${r.caughtUp.toFixed(1)} s`.padStart(16)} ${`${r.closed.toFixed(1)} s`.padStart(13)}  ${spread(r.reads)}  ${spread(r.writes)}`,
+    `${engine.padEnd(9)} ${r.rate.toFixed(0).padStart(9)} ${r.floor.toFixed(0).padStart(9)} ${`${((r.rate / r.floor) * 100).toFixed(1)}%`.padStart(9)} ${String(r.failed).padStart(7)} ${String(r.maxTail).padStart(9)} ${String(r.endTail).padStart(12)} ${`${r.caughtUp.toFixed(1)} s`.padStart(16)} ${`${r.closed.toFixed(1)} s`.padStart(13)} ${`${r.held.batches} (${r.held.seconds.toFixed(0)} s)`.padStart(17)}  ${spread(r.reads)}  ${spread(r.writes)}`,
   );
 }

@@ -52,6 +52,8 @@ async function tally(engine: 'sqlite' | 'postgres') {
       TALLY_LOG_LEVEL: 'silent',
       // Events per folding pass (README "Ingest behind a watermark"), to measure other sizes.
       TALLY_FOLD_BATCH: process.env.TALLY_FOLD_BATCH,
+      // How far behind the stage may be before batches wait for it (tracking/ingest-gate.ts).
+      TALLY_INGEST_MAX_LAG_SECONDS: process.env.TALLY_INGEST_MAX_LAG_SECONDS,
     }),
     plans: {
       ...DEFAULT_PLANS,
