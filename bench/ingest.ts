@@ -32,59 +32,16 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { Pool } from 'undici';
-import { BUILTIN_TASK_TYPES } from '../src/catalogue/builtins.js';
 import { migrateToLatest, openStorage, type Storage } from '../src/storage/db.js';
 import { insertEachRow, insertRows } from '../src/storage/insert-rows.js';
 import type { EventRow } from '../src/storage/schema.js';
 import { EVENT_COLUMNS } from '../src/tracking/event-writes.js';
+import { benchEvent, type BenchEvent, PER_REQUEST, rng, sendBackfill } from './backfill.js';
 import { metricValue, startServer } from './server-process.js';
 
 const TOTAL = Number(process.env.BENCH_EVENTS ?? 1_000_000);
-const PER_REQUEST = 500;
 const IN_FLIGHT = Number(process.env.BENCH_IN_FLIGHT ?? 4);
-const DAY_MS = 86_400_000;
 const PG_URL = process.env.TALLY_BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-const TASK_TYPES = BUILTIN_TASK_TYPES.map((t) => t.key);
-const OUTCOMES = ['success', 'success', 'success', 'needs_review', 'failure'];
-
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    return s / 2 ** 32;
-  };
-}
-
-interface BenchEvent {
-  agent_id: string;
-  task_type: string;
-  outcome: string;
-  occurred_at: string;
-  agent_duration_seconds: number;
-  agent_cost: number;
-  model: string;
-  metadata: Record<string, string>;
-}
-
-/** Event `i` of the backfill (the same for the load and the floor). */
-function benchEvent(rand: () => number, now: number): BenchEvent {
-  const pick = <T>(items: readonly T[]) => items[Math.floor(rand() * items.length)] as T;
-  return {
-    agent_id: `bench-agent-${String(Math.floor(rand() * 200)).padStart(3, '0')}`,
-    task_type: pick(TASK_TYPES),
-    outcome: pick(OUTCOMES),
-    // A minute of margin, so the oldest stay inside the 90 days when they arrive.
-    occurred_at: new Date(now - 60_000 - Math.floor(rand() * 89 * DAY_MS)).toISOString(),
-    agent_duration_seconds: 42.5,
-    agent_cost: 0.0123,
-    model: 'gpt-4o',
-    metadata: {
-      client_id: `client-${String(Math.floor(rand() * 20)).padStart(2, '0')}`,
-      ticket: 'T-123456',
-      channel: 'email',
-    },
-  };
-}
 
 /** The stored row of a benchmark event, as tracking would store it (for the floor). */
 function floorRow(e: BenchEvent, i: number, now: number): Omit<EventRow, 'ingest_seq'> {
@@ -177,9 +134,6 @@ async function runEngine(engine: 'sqlite' | 'postgres', port: number) {
   const server = await startServer(engine, port);
   const api = new Pool(`http://127.0.0.1:${port}`, { connections: IN_FLIGHT + 1 });
   const headers = { 'content-type': 'application/json', authorization: `Bearer ${server.apiKey}` };
-  const rand = rng(7);
-  let next = 0;
-  let failed = 0;
   let maxTail = 0;
   // A read and a write of the main file every 200 ms, each sent on time whether or not the ones
   // before it were answered (on connections of their own), so that they come at any point of a
@@ -206,23 +160,6 @@ async function runEngine(engine: 'sqlite' | 'postgres', port: number) {
       await new Promise((r) => setTimeout(r, 200));
     }
   })();
-  const started = performance.now();
-  const worker = async () => {
-    while (next < TOTAL) {
-      const n = Math.min(PER_REQUEST, TOTAL - next);
-      next += n;
-      const events = Array.from({ length: n }, () => benchEvent(rand, Date.now()));
-      const res = await api.request({
-        method: 'POST',
-        path: '/v1/track/batch',
-        headers,
-        body: JSON.stringify({ events }),
-      });
-      const body = (await res.body.json()) as { data?: Array<{ status: number }> };
-      if (res.statusCode !== 207) failed += n;
-      else failed += (body.data ?? []).filter((d) => d.status !== 201).length;
-    }
-  };
   // The tail and the lag while the load runs (sampled every second): the lag is how long an event
   // tracked then, a live one too, waits to be folded (its webhook messages, its rollups).
   let loading = true;
@@ -234,8 +171,12 @@ async function runEngine(engine: 'sqlite' | 'postgres', port: number) {
       await new Promise((r) => setTimeout(r, 1000));
     }
   })();
-  await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
-  const loadSeconds = (performance.now() - started) / 1000;
+  const { failed, seconds: loadSeconds } = await sendBackfill({
+    api,
+    apiKey: server.apiKey,
+    total: TOTAL,
+    inFlight: IN_FLIGHT,
+  });
   loading = false;
   await sampler;
   const endTail = await metric(api, 'tally_fold_tail_events');
