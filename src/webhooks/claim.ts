@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { ServiceCtx } from '../context.js';
 import { randomAlnum } from '../ids.js';
 import type { MessageType } from './event-types.js';
@@ -19,7 +20,18 @@ export interface ClaimedDelivery {
 }
 
 /**
- * Claims up to `limit` due deliveries with a lease, in one statement. The attempt number is
+ * How many more attempts a worker may start per webhook: `webhooks` for those it has a say on
+ * (those with attempts in flight), `otherwise` for the rest.
+ */
+export interface ClaimRoom {
+  webhooks: ReadonlyMap<string, number>;
+  otherwise: number;
+}
+
+/**
+ * Claims up to `limit` due deliveries with a lease, in one statement, and no more of a webhook's
+ * than its `room`: the due rows are taken in order of their due time, and a webhook's beyond
+ * its room are left for a later claim. The attempt number is
  * taken at claim time, so a claim that dies (crash, kill) is never re-sent under the same
  * number. PostgreSQL: `FOR UPDATE SKIP LOCKED` lets several workers claim side by side without
  * waiting on or taking each other's rows; SQLite serialises writers anyway. Each claim gets a
@@ -31,38 +43,64 @@ export async function claimDueDeliveries({
   workerId,
   limit,
   leaseMs,
-  busyWebhookIds,
+  room,
 }: {
   ctx: ServiceCtx;
   workerId: string;
   limit: number;
   leaseMs: number;
-  /** Webhooks this worker already has enough in flight for: a slow receiver waits, others don't. */
-  busyWebhookIds: string[];
+  /** Per webhook: a slow receiver waits for its own attempts, and others don't wait for it. */
+  room: ClaimRoom;
 }): Promise<ClaimedDelivery[]> {
   if (limit <= 0) return [];
+  // Webhooks without room are left out of the scan; the others' room is a CASE on the webhook.
+  const full = [...room.webhooks].flatMap(([id, n]) => (n <= 0 ? [id] : []));
+  const some = [...room.webhooks].filter(([, n]) => n > 0);
+  const int = (n: number) => sql<number>`CAST(${Math.floor(n)} AS INTEGER)`;
+  // Ranked only when some webhook's room is below the limit (else every candidate may go).
+  const ranked = room.otherwise < limit || some.some(([, n]) => n < limit);
+  const roomOf =
+    some.length === 0
+      ? int(room.otherwise)
+      : sql<number>`CASE webhook_id ${sql.join(
+          some.map(([id, n]) => sql`WHEN ${id} THEN ${int(n)}`),
+          sql` `,
+        )} ELSE ${int(room.otherwise)} END`;
   const now = ctx.clock.now().getTime();
   const token = `${workerId}.${randomAlnum(16)}`;
   // The due rows are picked in a materialised CTE: PostgreSQL may re-run an `IN (SELECT …
-  // LIMIT n SKIP LOCKED)` subquery and so claim more than n rows.
+  // LIMIT n SKIP LOCKED)` subquery and so claim more than n rows. They are ranked per webhook
+  // in a second one (PostgreSQL allows no window function beside FOR UPDATE).
   const claimed = await ctx.db
     .with(
-      (cte) => cte('due').materialized(),
+      (cte) => cte('candidates').materialized(),
       (db) =>
         db
           .selectFrom('webhook_deliveries as d')
           .innerJoin('webhooks as w', 'w.id', 'd.webhook_id')
-          .select('d.id')
+          .select(['d.id', 'd.webhook_id', 'd.next_attempt_at'])
           .where('d.status', '=', 'pending')
           .where('d.next_attempt_at', '<=', now)
           .where('d.locked_until', 'is', null)
           .where('w.deleted_at', 'is', null)
           // A deactivated webhook's deliveries wait (not lost) until it is reactivated; test pings go anyway.
           .where((eb) => eb.or([eb('w.status', '<>', 'deactivated'), eb('d.event_type', '=', 'test.ping')]))
-          .$if(busyWebhookIds.length > 0, (qb) => qb.where('d.webhook_id', 'not in', busyWebhookIds))
+          .$if(full.length > 0, (qb) => qb.where('d.webhook_id', 'not in', full))
           .orderBy('d.next_attempt_at')
           .limit(limit)
           .$if(ctx.engine === 'postgres', (qb) => qb.forUpdate(['d']).skipLocked()),
+    )
+    .with('due', (db) =>
+      db
+        .selectFrom('candidates')
+        .select([
+          'id',
+          (ranked
+            ? sql<number>`row_number() OVER (PARTITION BY webhook_id ORDER BY next_attempt_at, id)`
+            : int(1)
+          ).as('nth'),
+          (ranked ? roomOf : int(1)).as('room'),
+        ]),
     )
     .updateTable('webhook_deliveries')
     .set((eb) => ({
@@ -71,7 +109,7 @@ export async function claimDueDeliveries({
       claimed_by: token,
       updated_at: now,
     }))
-    .where('id', 'in', (eb) => eb.selectFrom('due').select('due.id'))
+    .where('id', 'in', (eb) => eb.selectFrom('due').select('due.id').whereRef('due.nth', '<=', 'due.room'))
     .where('status', '=', 'pending')
     .where('locked_until', 'is', null)
     .returning(['id', 'attempts'])

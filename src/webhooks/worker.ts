@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import type { Agent } from 'undici';
 import type { ServiceCtx } from '../context.js';
 import { createMailTransport, sendDueEmails, type MailTransport } from '../email/sender.js';
@@ -10,8 +11,19 @@ import { createDeliveryAgent } from './send.js';
 export interface WorkerOptions {
   /** Attempts in flight at once in this process. */
   concurrency?: number;
-  /** In-flight attempts per webhook, so one slow or dead receiver cannot take every slot. */
+  /**
+   * In-flight attempts per webhook while its receiver is not known to be fast: so a slow or dead
+   * receiver cannot take every slot.
+   */
   perWebhook?: number;
+  /**
+   * In-flight attempts per webhook whose last attempt took under `slowAfterMs` and none in flight
+   * has taken longer (default: concurrency − perWebhook, at least perWebhook): a fast receiver
+   * gets the attempts a high event rate needs, and the other webhooks always keep the rest.
+   */
+  perFastWebhook?: number;
+  /** How long an attempt (sent and recorded) may take for its receiver to count as fast. */
+  slowAfterMs?: number;
   idlePollMs?: number;
   mailTransport?: MailTransport | null;
   onError?: (error: unknown, what: string) => void;
@@ -31,9 +43,12 @@ export class DeliveryWorker {
   private readonly agent: Agent;
   private readonly mail: MailTransport | null;
   private readonly inFlight = new Set<Promise<unknown>>();
-  private readonly perWebhookCount = new Map<string, number>();
+  /** Per webhook with attempts in flight: when each began, and whether the last one ended fast. */
+  private readonly webhooks = new Map<string, { startedAt: number[]; fast: boolean }>();
   private readonly concurrency: number;
   private readonly perWebhook: number;
+  private readonly perFastWebhook: number;
+  private readonly slowAfterMs: number;
   private readonly idlePollMs: number;
   private readonly onError: (error: unknown, what: string) => void;
   private running = false;
@@ -50,6 +65,9 @@ export class DeliveryWorker {
   ) {
     this.concurrency = options.concurrency ?? 64;
     this.perWebhook = options.perWebhook ?? 16;
+    this.perFastWebhook =
+      options.perFastWebhook ?? Math.max(this.perWebhook, this.concurrency - this.perWebhook);
+    this.slowAfterMs = options.slowAfterMs ?? 1_000;
     this.idlePollMs = options.idlePollMs ?? 50;
     this.onError = options.onError ?? (() => undefined);
     this.agent = createDeliveryAgent(ctx.config.webhookAllowPrivateNetworks, ctx.config.webhookTimeoutMs);
@@ -86,30 +104,45 @@ export class DeliveryWorker {
     return sendDueEmails({ ctx: this.ctx, transport: this.mail });
   }
 
-  /** Claims as many due deliveries as there are free slots and starts sending them. */
+  /**
+   * Claims as many due deliveries as there are free slots, within each webhook's share, and
+   * starts sending them. A webhook with attempts in flight may have perFastWebhook of them while
+   * its receiver answers fast (its last attempt ended within slowAfterMs, and none in flight has
+   * run longer), else perWebhook; a webhook with none in flight starts with perWebhook.
+   */
   private async fill(): Promise<Promise<unknown>[]> {
-    const busy = [...this.perWebhookCount].filter(([, n]) => n >= this.perWebhook).map(([id]) => id);
+    const now = performance.now();
+    const room = new Map<string, number>();
+    for (const [id, w] of this.webhooks) {
+      const fast = w.fast && w.startedAt.every((t) => now - t <= this.slowAfterMs);
+      room.set(id, (fast ? this.perFastWebhook : this.perWebhook) - w.startedAt.length);
+    }
     const claimed = await claimDueDeliveries({
       ctx: this.ctx,
       workerId: this.id,
       limit: this.concurrency - this.inFlight.size,
       leaseMs: this.ctx.config.webhookTimeoutMs + 60_000,
-      busyWebhookIds: busy,
+      room: { webhooks: room, otherwise: this.perWebhook },
     });
-    // A claim may bring several deliveries for one webhook; the per-webhook cap applies to the
-    // next claim, which keeps the query simple.
     return claimed.map((d) => this.track(d));
   }
 
   private track(delivery: ClaimedDelivery): Promise<unknown> {
-    this.perWebhookCount.set(delivery.webhookId, (this.perWebhookCount.get(delivery.webhookId) ?? 0) + 1);
-    const sending: Promise<unknown> = deliverMessage({ ctx: this.ctx, agent: this.agent, delivery })
+    const startedAt = performance.now();
+    const webhook = this.webhooks.get(delivery.webhookId) ?? { startedAt: [], fast: false };
+    webhook.startedAt.push(startedAt);
+    this.webhooks.set(delivery.webhookId, webhook);
+    const sending: Promise<unknown> = deliverMessage({
+      ctx: this.ctx,
+      agent: this.agent,
+      delivery,
+    })
       .catch((error: unknown) => this.onError(error, `delivery ${delivery.id}`))
       .finally(() => {
         this.inFlight.delete(sending);
-        const left = (this.perWebhookCount.get(delivery.webhookId) ?? 1) - 1;
-        if (left <= 0) this.perWebhookCount.delete(delivery.webhookId);
-        else this.perWebhookCount.set(delivery.webhookId, left);
+        webhook.startedAt.splice(webhook.startedAt.indexOf(startedAt), 1);
+        webhook.fast = performance.now() - startedAt <= this.slowAfterMs;
+        if (webhook.startedAt.length === 0) this.webhooks.delete(delivery.webhookId);
         this.wakeUp?.();
       });
     this.inFlight.add(sending);

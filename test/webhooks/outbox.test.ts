@@ -68,7 +68,7 @@ describe.each(ENGINES)('webhook outbox and crash recovery (%s)', (engine) => {
       workerId: 'dead-worker',
       limit: 10,
       leaseMs: 60_000,
-      busyWebhookIds: [],
+      room: { webhooks: new Map(), otherwise: 10 },
     });
     expect(dead?.attempt).toBe(1);
 
@@ -120,7 +120,7 @@ describe.each(ENGINES)('webhook outbox and crash recovery (%s)', (engine) => {
         workerId: 'wrk_same',
         limit: 10,
         leaseMs: 60_000,
-        busyWebhookIds: [],
+        room: { webhooks: new Map(), otherwise: 10 },
       });
     const [first] = await claim();
     if (!first) throw new Error('no claim');
