@@ -1,7 +1,7 @@
 import type { Agent } from 'undici';
 import type { ServiceCtx } from '../context.js';
 import type { ClaimedDelivery } from './claim.js';
-import { recordAttempt } from './record.js';
+import { recordAttempt, type AttemptRecord } from './record.js';
 import { postDelivery } from './send.js';
 import { signDelivery } from './signing.js';
 
@@ -11,15 +11,20 @@ export function envelopeOf(d: ClaimedDelivery): string {
   return `{"id":${JSON.stringify(d.messageId)},"type":${JSON.stringify(d.type)},"created_at":"${created}","data":${d.payload}}`;
 }
 
-/** Makes one claimed attempt: signs it afresh, POSTs it, records the outcome. */
+/**
+ * Makes one claimed attempt: signs it afresh, POSTs it, records the outcome (with `record`, by
+ * default in a transaction of its own).
+ */
 export async function deliverMessage({
   ctx,
   agent,
   delivery,
+  record = (outcome) => recordAttempt(ctx, outcome),
 }: {
   ctx: ServiceCtx;
   agent: Agent;
   delivery: ClaimedDelivery;
+  record?: (outcome: AttemptRecord) => Promise<boolean>;
 }): Promise<boolean> {
   const startedAt = ctx.clock.now();
   const body = envelopeOf(delivery);
@@ -42,7 +47,7 @@ export async function deliverMessage({
       'X-Tally-Attempt': String(delivery.attempt),
     },
   });
-  return recordAttempt(ctx, {
+  return record({
     deliveryId: delivery.id,
     webhookId: delivery.webhookId,
     type: delivery.type,

@@ -1,4 +1,6 @@
+import type { Insertable } from 'kysely';
 import type { ServiceCtx } from '../context.js';
+import type { WebhookAttemptsTable } from '../storage/schema.js';
 import type { MessageType } from './event-types.js';
 import { markWebhookHealthy, recordFailedDelivery } from './health.js';
 
@@ -28,43 +30,70 @@ export function maxAttempts(type: MessageType, delays: number[]): number {
  * claim was lost.
  */
 export async function recordAttempt(ctx: ServiceCtx, record: AttemptRecord): Promise<boolean> {
-  const succeeded =
-    record.error === null &&
-    record.statusCode !== null &&
-    record.statusCode >= 200 &&
-    record.statusCode < 300;
+  const [recorded] = await recordAttempts(ctx, [record]);
+  return recorded ?? false;
+}
+
+/**
+ * Writes the outcomes of several attempts in one transaction, each as recordAttempt would, with
+ * set-wise statements: one read of the claims, one update for the deliveries that succeeded,
+ * one insert of the attempts, and the webhooks' health in the outcomes' order.
+ */
+export async function recordAttempts(ctx: ServiceCtx, records: AttemptRecord[]): Promise<boolean[]> {
+  if (records.length === 0) return [];
   const at = ctx.clock.now();
   const now = at.getTime();
+  const delays = ctx.config.webhookRetryDelaysSeconds;
   return ctx.db.transaction().execute(async (trx) => {
     const tctx = { ...ctx, db: trx };
-    const current = await trx
+    const claims = await trx
       .selectFrom('webhook_deliveries')
-      .select(['status', 'claimed_by'])
-      .where('id', '=', record.deliveryId)
+      .select(['id', 'status', 'claimed_by'])
+      .where(
+        'id',
+        'in',
+        records.map((r) => r.deliveryId),
+      )
       .$if(ctx.engine === 'postgres', (qb) => qb.forUpdate())
-      .executeTakeFirst();
-    if (!current || current.claimed_by !== record.token) return false;
-
-    const delays = ctx.config.webhookRetryDelaysSeconds;
-    const nextDelay = delays[record.attempt];
-    const final = succeeded || record.attempt >= maxAttempts(record.type, delays) || nextDelay === undefined;
-    const canceled = current.status !== 'pending';
-    const error = record.error ?? (succeeded ? null : `HTTP ${record.statusCode ?? '?'}`);
-    await trx
-      .updateTable('webhook_deliveries')
-      .set({
-        status: canceled ? current.status : succeeded ? 'succeeded' : final ? 'failed' : 'pending',
-        next_attempt_at: final || canceled ? null : now + (nextDelay ?? 0) * 1000,
-        locked_until: null,
-        claimed_by: null,
-        last_error: error,
-        updated_at: now,
-      })
-      .where('id', '=', record.deliveryId)
       .execute();
-    await trx
-      .insertInto('webhook_attempts')
-      .values({
+    const current = new Map(claims.map((d) => [d.id, d]));
+    const results: boolean[] = [];
+    const succeededIds: string[] = [];
+    const attempts: Array<Insertable<WebhookAttemptsTable>> = [];
+    const health: Array<{ webhookId: string; healthy: boolean }> = [];
+    for (const record of records) {
+      const claim = current.get(record.deliveryId);
+      if (!claim || claim.claimed_by !== record.token) {
+        results.push(false);
+        continue;
+      }
+      // Its claim is spent: the same delivery again in the batch is a lost claim.
+      current.delete(record.deliveryId);
+      const succeeded =
+        record.error === null &&
+        record.statusCode !== null &&
+        record.statusCode >= 200 &&
+        record.statusCode < 300;
+      const nextDelay = delays[record.attempt];
+      const final =
+        succeeded || record.attempt >= maxAttempts(record.type, delays) || nextDelay === undefined;
+      const canceled = claim.status !== 'pending';
+      if (succeeded && !canceled) succeededIds.push(record.deliveryId);
+      else {
+        await trx
+          .updateTable('webhook_deliveries')
+          .set({
+            status: canceled ? claim.status : succeeded ? 'succeeded' : final ? 'failed' : 'pending',
+            next_attempt_at: final || canceled ? null : now + (nextDelay ?? 0) * 1000,
+            locked_until: null,
+            claimed_by: null,
+            last_error: record.error ?? (succeeded ? null : `HTTP ${record.statusCode ?? '?'}`),
+            updated_at: now,
+          })
+          .where('id', '=', record.deliveryId)
+          .execute();
+      }
+      attempts.push({
         delivery_id: record.deliveryId,
         attempt: record.attempt,
         webhook_id: record.webhookId,
@@ -76,13 +105,96 @@ export async function recordAttempt(ctx: ServiceCtx, record: AttemptRecord): Pro
         duration_ms: record.durationMs,
         started_at: record.startedAt,
         finished_at: now,
-      })
-      .execute();
-    // Test pings are for checking a receiver by hand; they never move the webhook's state.
-    if (record.type !== 'test.ping' && !canceled) {
-      if (succeeded) await markWebhookHealthy(tctx, record.webhookId, now);
-      else if (final) await recordFailedDelivery(tctx, record.webhookId, at);
+      });
+      // Test pings are for checking a receiver by hand; they never move the webhook's state.
+      if (record.type !== 'test.ping' && !canceled && (succeeded || final))
+        health.push({ webhookId: record.webhookId, healthy: succeeded });
+      results.push(true);
     }
-    return true;
+    if (succeededIds.length > 0) {
+      await trx
+        .updateTable('webhook_deliveries')
+        .set({
+          status: 'succeeded',
+          next_attempt_at: null,
+          locked_until: null,
+          claimed_by: null,
+          last_error: null,
+          updated_at: now,
+        })
+        .where('id', 'in', succeededIds)
+        .execute();
+    }
+    if (attempts.length > 0) await trx.insertInto('webhook_attempts').values(attempts).execute();
+    // In the outcomes' order; a success right after a success of the same webhook changes nothing.
+    const last = new Map<string, boolean>();
+    for (const { webhookId, healthy } of health) {
+      if (healthy && last.get(webhookId) === true) continue;
+      last.set(webhookId, healthy);
+      if (healthy) await markWebhookHealthy(tctx, webhookId, now);
+      else await recordFailedDelivery(tctx, webhookId, at);
+    }
+    return results;
   });
+}
+
+/** Most outcomes one transaction of an AttemptRecorder writes. */
+const RECORD_BATCH = 100;
+
+/**
+ * Records attempts' outcomes as they come, those that come together in one transaction: at 500
+ * deliveries/s a transaction each kept the worker waiting on its own writes. A batch that fails
+ * is written again one outcome at a time, so one bad outcome fails only itself.
+ */
+export class AttemptRecorder {
+  private readonly queue: Array<{
+    record: AttemptRecord;
+    resolve(recorded: boolean): void;
+    reject(error: unknown): void;
+  }> = [];
+  private flushing = false;
+
+  constructor(private readonly ctx: ServiceCtx) {}
+
+  record(record: AttemptRecord): Promise<boolean> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ record, resolve, reject });
+      this.flush();
+    });
+  }
+
+  private flush(): void {
+    if (this.flushing) return;
+    this.flushing = true;
+    // The outcomes that arrive in this turn of the event loop join the batch.
+    setImmediate(() => {
+      void this.write(this.queue.splice(0, RECORD_BATCH)).finally(() => {
+        this.flushing = false;
+        if (this.queue.length > 0) this.flush();
+      });
+    });
+  }
+
+  private async write(batch: AttemptRecorder['queue']): Promise<void> {
+    try {
+      const results = await recordAttempts(
+        this.ctx,
+        batch.map((b) => b.record),
+      );
+      batch.forEach((b, i) => b.resolve(results[i] ?? false));
+      return;
+    } catch (error) {
+      if (batch.length === 1) {
+        batch[0]?.reject(error);
+        return;
+      }
+    }
+    for (const b of batch) {
+      try {
+        b.resolve(await recordAttempt(this.ctx, b.record));
+      } catch (error) {
+        b.reject(error);
+      }
+    }
+  }
 }

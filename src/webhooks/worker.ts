@@ -5,6 +5,7 @@ import { createMailTransport, sendDueEmails, type MailTransport } from '../email
 import { randomAlnum } from '../ids.js';
 import { claimDueDeliveries, findExpiredClaims, type ClaimedDelivery } from './claim.js';
 import { deliverMessage, recoverExpiredClaims } from './deliver.js';
+import { AttemptRecorder } from './record.js';
 import { queueDueDigests } from './digest.js';
 import { createDeliveryAgent } from './send.js';
 
@@ -41,6 +42,7 @@ const FAILING_POLL_MAX_MS = 5_000;
 export class DeliveryWorker {
   readonly id = `wrk_${randomAlnum(12)}`;
   private readonly agent: Agent;
+  private readonly recorder: AttemptRecorder;
   private readonly mail: MailTransport | null;
   private readonly inFlight = new Set<Promise<unknown>>();
   /** Per webhook with attempts in flight: when each began, and whether the last one ended fast. */
@@ -70,6 +72,7 @@ export class DeliveryWorker {
     this.slowAfterMs = options.slowAfterMs ?? 1_000;
     this.idlePollMs = options.idlePollMs ?? 50;
     this.onError = options.onError ?? (() => undefined);
+    this.recorder = new AttemptRecorder(ctx);
     this.agent = createDeliveryAgent(ctx.config.webhookAllowPrivateNetworks, ctx.config.webhookTimeoutMs);
     this.mail =
       options.mailTransport !== undefined
@@ -136,6 +139,7 @@ export class DeliveryWorker {
       ctx: this.ctx,
       agent: this.agent,
       delivery,
+      record: (outcome) => this.recorder.record(outcome),
     })
       .catch((error: unknown) => this.onError(error, `delivery ${delivery.id}`))
       .finally(() => {
