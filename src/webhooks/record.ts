@@ -142,8 +142,9 @@ export async function recordAttempts(ctx: ServiceCtx, records: AttemptRecord[]):
 const RECORD_BATCH = 100;
 
 /**
- * Records attempts' outcomes as they come, those that come together in one transaction: at 500
- * deliveries/s a transaction each kept the worker waiting on its own writes. A batch that fails
+ * Records attempts' outcomes as they come, those that come together in one transaction (the
+ * worker's on SQLite, which has one writer: at 500 deliveries/s a transaction each kept the
+ * worker waiting on its own writes). A batch that fails
  * is written again one outcome at a time, so one bad outcome fails only itself.
  */
 export class AttemptRecorder {
@@ -152,7 +153,8 @@ export class AttemptRecorder {
     resolve(recorded: boolean): void;
     reject(error: unknown): void;
   }> = [];
-  private flushing = false;
+  private scheduled = false;
+  private writing = false;
 
   constructor(private readonly ctx: ServiceCtx) {}
 
@@ -164,12 +166,16 @@ export class AttemptRecorder {
   }
 
   private flush(): void {
-    if (this.flushing) return;
-    this.flushing = true;
+    if (this.scheduled || this.writing) return;
+    this.scheduled = true;
     // The outcomes that arrive in this turn of the event loop join the batch.
     setImmediate(() => {
-      void this.write(this.queue.splice(0, RECORD_BATCH)).finally(() => {
-        this.flushing = false;
+      this.scheduled = false;
+      const batch = this.queue.splice(0, RECORD_BATCH);
+      if (batch.length === 0) return;
+      this.writing = true;
+      void this.write(batch).finally(() => {
+        this.writing = false;
         if (this.queue.length > 0) this.flush();
       });
     });

@@ -5,7 +5,7 @@ import { createMailTransport, sendDueEmails, type MailTransport } from '../email
 import { randomAlnum } from '../ids.js';
 import { claimDueDeliveries, findExpiredClaims, type ClaimedDelivery } from './claim.js';
 import { deliverMessage, recoverExpiredClaims } from './deliver.js';
-import { AttemptRecorder } from './record.js';
+import { AttemptRecorder, recordAttempt } from './record.js';
 import { queueDueDigests } from './digest.js';
 import { createDeliveryAgent } from './send.js';
 
@@ -18,12 +18,12 @@ export interface WorkerOptions {
    */
   perWebhook?: number;
   /**
-   * In-flight attempts per webhook whose last attempt took under `slowAfterMs` and none in flight
-   * has taken longer (default: concurrency − perWebhook, at least perWebhook): a fast receiver
+   * In-flight attempts per webhook whose receiver answered the last one within `slowAfterMs` and
+   * has left none waiting longer (default: concurrency − perWebhook, at least perWebhook): a fast receiver
    * gets the attempts a high event rate needs, and the other webhooks always keep the rest.
    */
   perFastWebhook?: number;
-  /** How long an attempt (sent and recorded) may take for its receiver to count as fast. */
+  /** How long a receiver may take to answer an attempt and still count as fast. */
   slowAfterMs?: number;
   idlePollMs?: number;
   mailTransport?: MailTransport | null;
@@ -45,8 +45,11 @@ export class DeliveryWorker {
   private readonly recorder: AttemptRecorder;
   private readonly mail: MailTransport | null;
   private readonly inFlight = new Set<Promise<unknown>>();
-  /** Per webhook with attempts in flight: when each began, and whether the last one ended fast. */
-  private readonly webhooks = new Map<string, { startedAt: number[]; fast: boolean }>();
+  /**
+   * Per webhook with attempts in flight (sent or being recorded): how many, when each of those
+   * not yet answered began, and whether its receiver answered the last one fast.
+   */
+  private readonly webhooks = new Map<string, { inFlight: number; unanswered: number[]; fast: boolean }>();
   private readonly concurrency: number;
   private readonly perWebhook: number;
   private readonly perFastWebhook: number;
@@ -110,15 +113,16 @@ export class DeliveryWorker {
   /**
    * Claims as many due deliveries as there are free slots, within each webhook's share, and
    * starts sending them. A webhook with attempts in flight may have perFastWebhook of them while
-   * its receiver answers fast (its last attempt ended within slowAfterMs, and none in flight has
-   * run longer), else perWebhook; a webhook with none in flight starts with perWebhook.
+   * its receiver answers fast (it answered the last attempt within slowAfterMs, and none it has
+   * not answered yet has waited longer), else perWebhook; a webhook with none in flight starts
+   * with perWebhook. Recording an outcome holds its slot but says nothing of the receiver.
    */
   private async fill(): Promise<Promise<unknown>[]> {
     const now = performance.now();
     const room = new Map<string, number>();
     for (const [id, w] of this.webhooks) {
-      const fast = w.fast && w.startedAt.every((t) => now - t <= this.slowAfterMs);
-      room.set(id, (fast ? this.perFastWebhook : this.perWebhook) - w.startedAt.length);
+      const fast = w.fast && w.unanswered.every((t) => now - t <= this.slowAfterMs);
+      room.set(id, (fast ? this.perFastWebhook : this.perWebhook) - w.inFlight);
     }
     const claimed = await claimDueDeliveries({
       ctx: this.ctx,
@@ -132,21 +136,38 @@ export class DeliveryWorker {
 
   private track(delivery: ClaimedDelivery): Promise<unknown> {
     const startedAt = performance.now();
-    const webhook = this.webhooks.get(delivery.webhookId) ?? { startedAt: [], fast: false };
-    webhook.startedAt.push(startedAt);
+    const webhook = this.webhooks.get(delivery.webhookId) ?? { inFlight: 0, unanswered: [], fast: false };
+    webhook.inFlight++;
+    webhook.unanswered.push(startedAt);
     this.webhooks.set(delivery.webhookId, webhook);
+    let answered = false;
+    const answer = () => {
+      if (answered) return;
+      answered = true;
+      webhook.unanswered.splice(webhook.unanswered.indexOf(startedAt), 1);
+      webhook.fast = performance.now() - startedAt <= this.slowAfterMs;
+    };
     const sending: Promise<unknown> = deliverMessage({
       ctx: this.ctx,
       agent: this.agent,
       delivery,
-      record: (outcome) => this.recorder.record(outcome),
+      record: (outcome) => {
+        // The receiver has answered (or failed to): the rest is our own write.
+        answer();
+        // SQLite has one writer: outcomes that come together share a transaction. PostgreSQL
+        // writes each in a transaction of its own, side by side on the pool's connections (a
+        // shared one measured no better there, and sometimes far worse).
+        return this.ctx.engine === 'sqlite'
+          ? this.recorder.record(outcome)
+          : recordAttempt(this.ctx, outcome);
+      },
     })
       .catch((error: unknown) => this.onError(error, `delivery ${delivery.id}`))
       .finally(() => {
         this.inFlight.delete(sending);
-        webhook.startedAt.splice(webhook.startedAt.indexOf(startedAt), 1);
-        webhook.fast = performance.now() - startedAt <= this.slowAfterMs;
-        if (webhook.startedAt.length === 0) this.webhooks.delete(delivery.webhookId);
+        answer();
+        webhook.inFlight--;
+        if (webhook.inFlight === 0) this.webhooks.delete(delivery.webhookId);
         this.wakeUp?.();
       });
     this.inFlight.add(sending);
