@@ -144,8 +144,8 @@ const RECORD_BATCH = 100;
 /**
  * Records attempts' outcomes as they come, those that come together in one transaction (the
  * worker's on SQLite, which has one writer: at 500 deliveries/s a transaction each kept the
- * worker waiting on its own writes). A batch that fails
- * is written again one outcome at a time, so one bad outcome fails only itself.
+ * worker waiting on its own writes). A batch that fails is written again one outcome at a time,
+ * so one bad outcome fails only itself.
  */
 export class AttemptRecorder {
   private readonly queue: Array<{
