@@ -5,7 +5,7 @@ import { createMailTransport, sendDueEmails, type MailTransport } from '../email
 import { randomAlnum } from '../ids.js';
 import { claimDueDeliveries, findExpiredClaims, type ClaimedDelivery } from './claim.js';
 import { deliverMessage, recoverExpiredClaims } from './deliver.js';
-import { AttemptRecorder, recordAttempt } from './record.js';
+import { AttemptRecorder } from './record.js';
 import { queueDueDigests } from './digest.js';
 import { createDeliveryAgent } from './send.js';
 
@@ -154,12 +154,8 @@ export class DeliveryWorker {
       record: (outcome) => {
         // The receiver has answered (or failed to): the rest is our own write.
         answer();
-        // SQLite has one writer: outcomes that come together share a transaction. PostgreSQL
-        // writes each in a transaction of its own, side by side on the pool's connections (a
-        // shared one measured no better there, and sometimes far worse).
-        return this.ctx.engine === 'sqlite'
-          ? this.recorder.record(outcome)
-          : recordAttempt(this.ctx, outcome);
+        // Outcomes that come together share a statement or a transaction (record.ts).
+        return this.recorder.record(outcome);
       },
     })
       .catch((error: unknown) => this.onError(error, `delivery ${delivery.id}`))

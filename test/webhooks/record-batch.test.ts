@@ -94,6 +94,66 @@ describe.each(ENGINES)('outcomes recorded together (%s)', (engine) => {
     );
   });
 
+  it('successes alone (one statement on PostgreSQL) are recorded as each would be alone', async () => {
+    const { hook, deliveries } = await claimed(5);
+    const [ok, lost, twice, canceled, ping] = deliveries as [
+      ClaimedDelivery,
+      ClaimedDelivery,
+      ClaimedDelivery,
+      ClaimedDelivery,
+      ClaimedDelivery,
+    ];
+    await h.ctx.db
+      .updateTable('webhooks')
+      .set({ consecutive_failures: 3, status: 'failing' })
+      .where('id', '=', hook.id)
+      .execute();
+    // The webhook was deleted while this attempt was out: its delivery stays canceled.
+    await h.ctx.db
+      .updateTable('webhook_deliveries')
+      .set({ status: 'canceled', next_attempt_at: null })
+      .where('id', '=', canceled.id)
+      .execute();
+    // A test ping's success says nothing of the webhook's health.
+    const pingOutcome = { ...outcome(ping), type: 'test.ping' as const };
+    expect(await recordAttempts(h.ctx, [pingOutcome])).toEqual([true]);
+    expect(await webhook(hook.id)).toMatchObject({ status: 'failing', consecutive_failures: 3 });
+
+    const results = await recordAttempts(h.ctx, [
+      outcome(ok),
+      outcome(lost, 200, 'w.another-claim'),
+      outcome(twice),
+      outcome(twice),
+      outcome(canceled),
+    ]);
+    expect(results).toEqual([true, false, true, false, true]);
+    for (const d of [ok, twice, ping]) {
+      expect(await delivery(d.id)).toMatchObject({
+        status: 'succeeded',
+        claimed_by: null,
+        locked_until: null,
+        next_attempt_at: null,
+        last_error: null,
+      });
+    }
+    expect(await delivery(lost.id)).toMatchObject({ status: 'pending', claimed_by: lost.token });
+    expect(await delivery(canceled.id)).toMatchObject({ status: 'canceled', claimed_by: null });
+    const attempts = await h.ctx.db
+      .selectFrom('webhook_attempts')
+      .select(['delivery_id', 'attempt', 'succeeded', 'status_code', 'response_body', 'finished_at'])
+      .where('webhook_id', '=', hook.id)
+      .execute();
+    expect(
+      attempts
+        .map((a) => [a.delivery_id, Number(a.attempt), Number(a.succeeded), Number(a.status_code)])
+        .sort(),
+    ).toEqual([ok, twice, canceled, ping].map((d) => [d.id, d.attempt, 1, 200]).sort());
+    expect(
+      attempts.every((a) => a.response_body === 'ok' && Number(a.finished_at) === h.clock.now().getTime()),
+    ).toBe(true);
+    expect(await webhook(hook.id)).toMatchObject({ status: 'active', consecutive_failures: 0 });
+  });
+
   it('the webhook’s health follows the outcomes in their order', async () => {
     const last = h.ctx.config.webhookRetryDelaysSeconds.length;
     for (const [order, failures] of [
