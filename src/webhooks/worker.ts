@@ -194,7 +194,14 @@ export class DeliveryWorker {
             .catch((error: unknown) => this.onError(error, 'e-mail'))
             .finally(() => (this.mailing = null));
         }
-        if (this.inFlight.size < this.concurrency) claimed = (await this.fill()).length;
+        if (this.inFlight.size < this.concurrency) {
+          const limit = this.concurrency - this.inFlight.size;
+          claimed = (await this.fill()).length;
+          // Fewer than it could: every webhook's room is used or nothing more is due. Claiming
+          // again before a send ends or the poll comes would scan the due rows for nothing (all
+          // of a backlog, to skip a full webhook's), so the loop waits for one of the two.
+          if (claimed < limit) claimed = 0;
+        }
         failures = 0;
       } catch (error) {
         this.onError(error, 'worker pass');

@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { KyselyPlugin } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claimDueDeliveries } from '../../src/webhooks/claim.js';
 import { DeliveryWorker } from '../../src/webhooks/worker.js';
@@ -166,5 +167,38 @@ describe.each(ENGINES)('each webhook has its share of the worker (%s)', (engine)
       await slow.close();
     }
     expect(slow.state.most).toBe(2);
+  });
+
+  it('a claim that used all the room there was is not followed by another until an attempt ends', async () => {
+    const org = await h.createOrg({ plan: 'pro' });
+    const receiver = await startReceiver('hang');
+    await subscribe(h, receiver.url, ['event.created'], org.apiKey);
+    for (let i = 0; i < 5; i++) await track(h, 'bot', org.apiKey);
+    // Counts the claim statements (the only UPDATE … WITH) the worker sends.
+    let claims = 0;
+    const counting: KyselyPlugin = {
+      transformQuery: ({ node }) => {
+        if (node.kind === 'UpdateQueryNode' && node.with) claims++;
+        return node;
+      },
+      transformResult: async ({ result }) => result,
+    };
+    // No polling: only the end of an attempt could give the worker something new to claim.
+    const worker = new DeliveryWorker(
+      { ...h.ctx, db: h.ctx.db.withPlugin(counting) },
+      { mailTransport: null, perWebhook: 2, perFastWebhook: 2, idlePollMs: 60_000 },
+    );
+    worker.start();
+    try {
+      await until(() => receiver.received.length === 2);
+      await new Promise((r) => setTimeout(r, 300));
+      // One claim took the webhook's two: a second would have found nothing, after scanning
+      // every due row (all of a backlog, to skip a full webhook's).
+      expect(receiver.received).toHaveLength(2);
+      expect(claims).toBe(1);
+    } finally {
+      await receiver.close();
+      await worker.stop();
+    }
   });
 });
