@@ -1,6 +1,7 @@
 import { PostgresAdapter } from 'kysely';
 import { isUnavailableError, trackWriter, type Db } from '../storage/db.js';
 import type { TrackJob, TrackResult } from './job.js';
+import { EVENTS_PER_WRITE } from './event-writes.js';
 import { processBatch } from './pipeline.js';
 
 interface Pending {
@@ -36,10 +37,13 @@ export class TrackBatcher {
    */
   private freeSlots: number[];
 
+  private readonly postgres: boolean;
+
   constructor(
     private readonly db: Db,
     maxInFlight = 1,
   ) {
+    this.postgres = db.getExecutor().adapter instanceof PostgresAdapter;
     this.freeSlots = Array.from({ length: maxInFlight }, (_, i) => i);
   }
 
@@ -100,8 +104,14 @@ export class TrackBatcher {
 
   /** A transaction that raced another instance's may be aborted; run it again then. */
   private async commit(jobs: TrackJob[], slot: number) {
+    const oneWrite = this.postgres && jobs.length <= EVENTS_PER_WRITE && jobs.every(writesOnce);
     for (let attempt = 1; ; attempt++) {
       try {
+        // On PostgreSQL a batch without idempotency keys or a hard cap writes in one statement
+        // (the events and their new agents, event-writes.ts) after its reads, which a READ
+        // COMMITTED transaction would not make any more consistent: without BEGIN and COMMIT it
+        // is two round trips instead of four, and the statement commits all of it or nothing.
+        if (oneWrite) return await processBatch(this.db, jobs, slot);
         return await this.db.transaction().execute((trx) => processBatch(trx, jobs, slot));
       } catch (error) {
         if (attempt >= 3 || !isRetryable(error)) throw error;
@@ -109,6 +119,10 @@ export class TrackBatcher {
     }
   }
 }
+
+/** A call whose batch needs no more than its one write: no key to claim, no cap to count. */
+const writesOnce = (job: TrackJob) =>
+  job.idempotencyKey === null && !job.ctx.config.plans[job.ctx.org.plan].hard_cap;
 
 const batchers = new WeakMap<Db, TrackBatcher>();
 

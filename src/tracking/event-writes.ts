@@ -5,7 +5,7 @@ import type { Database, EventRow } from '../storage/schema.js';
 
 // Events per write: on PostgreSQL one statement (one array per column); on SQLite each event
 // is a one-row insert.
-const CHUNK = 500;
+export const EVENTS_PER_WRITE = 500;
 
 /**
  * Writes new events with the agents seen for the first time (DESIGN §4, §11). Nothing else: the
@@ -20,8 +20,8 @@ export async function writeEvents(db: DbOrTrx, rows: readonly EventRow[]): Promi
   const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
   const firsts = new Set<string>();
   let next = postgres ? 0 : await nextIngestSeq(db);
-  for (let i = 0; i < rows.length; i += CHUNK) {
-    const chunk = rows.slice(i, i + CHUNK);
+  for (let i = 0; i < rows.length; i += EVENTS_PER_WRITE) {
+    const chunk = rows.slice(i, i + EVENTS_PER_WRITE);
     let inserted;
     if (postgres) {
       const sources: WriteSources = [chunk, firstAgents(chunk)];
