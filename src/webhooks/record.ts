@@ -213,10 +213,10 @@ const RECORD_BATCH = 100;
  * Records attempts' outcomes as they come (the worker's), those that come together with one
  * recordAttempts: one transaction on SQLite, which has one writer (at 500 deliveries/s a
  * transaction each kept the worker waiting on its own writes), and one statement on PostgreSQL
- * while they are all successes (a statement or transaction each put six round trips per
- * delivery on the event loop: `bench:webhooks` measured a p99 of 0.8–1.8 s that way, 0.25–0.35 s
- * batched). A batch that fails is written again one outcome at a time, so one bad outcome fails
- * only itself.
+ * while they are all successes (on PostgreSQL `bench:webhooks` measured a p99 of 1.3–3.2 s with
+ * a transaction per outcome, six round trips each, 0.8 s with a statement per outcome, and
+ * 0.25–0.7 s batched). A batch that fails is written again one outcome at a time, so one bad
+ * outcome fails only itself.
  */
 export class AttemptRecorder {
   private readonly queue: Array<{

@@ -197,9 +197,10 @@ export class DeliveryWorker {
         if (this.inFlight.size < this.concurrency) {
           const limit = this.concurrency - this.inFlight.size;
           claimed = (await this.fill()).length;
-          // Fewer than it could: every webhook's room is used or nothing more is due. Claiming
-          // again before a send ends or the poll comes would scan the due rows for nothing (all
-          // of a backlog, to skip a full webhook's), so the loop waits for one of the two.
+          // Fewer than it could: nothing more is due, or the rows it looked at were a full
+          // webhook's. Claiming again at once would mostly scan the due rows for nothing (all of
+          // a backlog, to skip a full webhook's), so the loop waits for a send to end or the
+          // poll; another webhook's rows due behind a full one's wait that long too.
           if (claimed < limit) claimed = 0;
         }
         failures = 0;
