@@ -28,8 +28,8 @@ export const INGEST_GATE_TIMING: IngestGateTiming = { checkEveryMs: 100, maxWait
  * pace the stage folds it. So its tail, and the time the stage needs to fold it once the backfill
  * ends, stay bounded, and so do the raw events reports read meanwhile and the time every
  * organisation's `event.created` messages wait to be written. Their delivery is not bounded by
- * it: on a slow day the worker, sharing the event loop with the backfill, fell further behind than
- * the fold (README "Benchmarks", bench:webhooks with BENCH_BACKFILL).
+ * it: the worker, sharing the machine with the backfill (on PostgreSQL, the database's CPU), fell
+ * further behind than the fold (README "Benchmarks", bench:webhooks with BENCH_BACKFILL).
  *
  * A stage that does not move (stopped, failing, or not running anywhere) holds nothing: once the
  * watermark has stood still for `stallMs` while the lag is over the bound, batches go through at

@@ -11,20 +11,17 @@ export function envelopeOf(d: ClaimedDelivery): string {
   return `{"id":${JSON.stringify(d.messageId)},"type":${JSON.stringify(d.type)},"created_at":"${created}","data":${d.payload}}`;
 }
 
-/**
- * Makes one claimed attempt: signs it afresh, POSTs it, records the outcome (with `record`, by
- * default in a transaction of its own).
- */
+/** Makes one claimed attempt: signs it afresh, POSTs it, records the outcome with `record`. */
 export async function deliverMessage({
   ctx,
   agent,
   delivery,
-  record = (outcome) => recordAttempt(ctx, outcome),
+  record,
 }: {
   ctx: ServiceCtx;
   agent: Agent;
   delivery: ClaimedDelivery;
-  record?: (outcome: AttemptRecord) => Promise<boolean>;
+  record: (outcome: AttemptRecord) => Promise<boolean>;
 }): Promise<boolean> {
   const startedAt = ctx.clock.now();
   const body = envelopeOf(delivery);

@@ -117,7 +117,7 @@ export class DeliveryWorker {
    * not answered yet has waited longer), else perWebhook; a webhook with none in flight starts
    * with perWebhook. Recording an outcome holds its slot but says nothing of the receiver.
    */
-  private async fill(): Promise<Promise<unknown>[]> {
+  private async fill(limit = this.concurrency - this.inFlight.size): Promise<Promise<unknown>[]> {
     const now = performance.now();
     const room = new Map<string, number>();
     for (const [id, w] of this.webhooks) {
@@ -127,7 +127,7 @@ export class DeliveryWorker {
     const claimed = await claimDueDeliveries({
       ctx: this.ctx,
       workerId: this.id,
-      limit: this.concurrency - this.inFlight.size,
+      limit,
       leaseMs: this.ctx.config.webhookTimeoutMs + 60_000,
       room: { webhooks: room, otherwise: this.perWebhook },
     });
@@ -196,7 +196,7 @@ export class DeliveryWorker {
         }
         if (this.inFlight.size < this.concurrency) {
           const limit = this.concurrency - this.inFlight.size;
-          claimed = (await this.fill()).length;
+          claimed = (await this.fill(limit)).length;
           // Fewer than it could: nothing more is due, or the rows it looked at were a full
           // webhook's. Claiming again at once would mostly scan the due rows for nothing (all of
           // a backlog, to skip a full webhook's), so the loop waits for a send to end or the
