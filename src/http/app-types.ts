@@ -54,5 +54,13 @@ export function orgCtx(app: FastifyInstance, request: FastifyRequest): OrgCtx {
   // Built field by field (every request makes one): spreads cost more on this path.
   const { storage, clock, config } = app.tally;
   const db = request.method === 'GET' ? readDb(storage.db) : storage.db;
-  return { db, engine: storage.engine, clock, config, org: auth.org, actorKeyId: auth.keyId };
+  return {
+    db,
+    engine: storage.engine,
+    clock,
+    config,
+    org: auth.org,
+    actorKeyId: auth.keyId,
+    overrides: auth.overrides,
+  };
 }

@@ -1,5 +1,5 @@
 import { createHash, hash, timingSafeEqual } from 'node:crypto';
-import { CompiledQuery } from 'kysely';
+import { CompiledQuery, PostgresAdapter, sql } from 'kysely';
 import { recordAudit } from '../audit/audit-log.js';
 import type { OrgCtx, ServiceCtx } from '../context.js';
 import { AppError, notFound, validationError } from '../errors.js';
@@ -210,7 +210,19 @@ const ORGANIZATION_FIELDS = [
   'created_at',
 ] as const;
 
+/**
+ * PostgreSQL: the organisation's task-type overrides, `[[task_key, minutes], …]` as JSON text,
+ * read with its key so that tracking need not read them in a round trip of its own
+ * (tracking/pipeline.ts). SQLite reads them in the track transaction, where they cost no round
+ * trip.
+ */
+const OVERRIDES_JSON = sql<OverridesJson>`(
+  SELECT COALESCE(json_agg(json_build_array(o.task_key, o.baseline_minutes_override)), '[]')::text
+  FROM task_type_overrides o WHERE o.org_id = organizations.id)`;
+type OverridesJson = string | null;
+
 function keysWithOrganizationQuery(db: DbOrTrx, keyIds: string[]) {
+  const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
   return (
     db
       .selectFrom('api_keys')
@@ -218,6 +230,7 @@ function keysWithOrganizationQuery(db: DbOrTrx, keyIds: string[]) {
       // Named columns, not `organizations.*`: the statement is prepared (see storage/db.ts).
       .select(ORGANIZATION_FIELDS.map((field) => `organizations.${field}` as const))
       .select(['api_keys.id as key_id', 'api_keys.key_hash', 'api_keys.revoked_at', 'api_keys.scope'])
+      .select((postgres ? OVERRIDES_JSON : sql<OverridesJson>`NULL`).as('overrides'))
       .where('api_keys.id', 'in', keyIds)
   );
 }
@@ -318,10 +331,25 @@ function organizationOf(row: KeyWithOrganization): Organization {
   return org;
 }
 
+const decodedOverrides = new Map<string, { json: string; overrides: ReadonlyMap<string, number> }>();
+
+/** The overrides read with the key (PostgreSQL), decoded once per organisation and text. */
+function overridesOf(row: KeyWithOrganization): ReadonlyMap<string, number> | undefined {
+  if (row.overrides === null) return undefined;
+  const last = decodedOverrides.get(row.id);
+  if (last?.json === row.overrides) return last.overrides;
+  const overrides = new Map(JSON.parse(row.overrides) as Array<[string, number]>);
+  if (decodedOverrides.size >= 10_000) decodedOverrides.clear();
+  decodedOverrides.set(row.id, { json: row.overrides, overrides });
+  return overrides;
+}
+
 export interface Authenticated {
   org: Organization;
   keyId: string;
   scope: KeyScope;
+  /** The organisation's task-type overrides as read with the key (PostgreSQL only). */
+  overrides?: ReadonlyMap<string, number>;
 }
 
 /** Resolves a bearer token to its organisation, or throws the spec's 401 codes. */
@@ -340,5 +368,10 @@ export async function authenticate({
     throw new AppError('invalid_api_key', 'The API key is malformed or unknown.');
   }
   if (row.revoked_at !== null) throw new AppError('key_revoked', 'The API key was revoked.');
-  return { org: organizationOf(row), keyId: row.key_id, scope: row.scope === 'ingest' ? 'ingest' : 'admin' };
+  return {
+    org: organizationOf(row),
+    keyId: row.key_id,
+    scope: row.scope === 'ingest' ? 'ingest' : 'admin',
+    overrides: overridesOf(row),
+  };
 }

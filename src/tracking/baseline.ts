@@ -24,20 +24,24 @@ type OverrideFacts = Pick<TaskTypeOverridesTable, 'task_key' | 'baseline_minutes
 
 /** The organisation's overrides and custom types for the task types of a batch. */
 export interface CatalogueFacts {
-  overrides: Map<string, number>;
+  overrides: ReadonlyMap<string, number>;
   customs: Map<string, CustomTypeFacts>;
 }
 
-/** Loads, in two queries, what resolving `taskTypes` for `orgId` needs. */
+/**
+ * Loads, in up to two queries, what resolving `taskTypes` for `orgId` needs. `known`: the
+ * overrides already read (with the API key), which are then not read again.
+ */
 export async function loadCatalogueFacts(
   db: DbOrTrx,
   orgId: string,
   taskTypes: string[],
+  known?: ReadonlyMap<string, number>,
 ): Promise<CatalogueFacts> {
   const customKeys = taskTypes.filter((t) => !findBuiltin(t));
   const overrides = new Map<string, number>();
   const customs = new Map<string, CustomTypeFacts>();
-  if (customKeys.length < taskTypes.length) {
+  if (known === undefined && customKeys.length < taskTypes.length) {
     // All of the organisation's overrides, not those of the batch's keys: there are at most one
     // per built-in, and a statement whose text does not change with the batch is prepared once
     // (on SQLite, run on the transaction's handle) instead of built and planned per batch.
@@ -63,7 +67,7 @@ export async function loadCatalogueFacts(
       .execute();
     for (const { key, ...facts } of rows) customs.set(key, facts);
   }
-  return { overrides, customs };
+  return { overrides: known ?? overrides, customs };
 }
 
 /**

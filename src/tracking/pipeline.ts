@@ -54,13 +54,19 @@ export async function processBatch(db: DbOrTrx, jobs: TrackJob[], _shard = 0): P
   live = await answerReplays(db, live, outcomes);
 
   for (const [orgId, group] of groupBy(live, (l) => l.job.ctx.org.id)) {
-    const facts = await loadCatalogueFacts(db, orgId, [...new Set(group.map((l) => l.job.input.task_type))]);
+    // Each call resolves with the overrides read with its key when it has them (PostgreSQL):
+    // they are read again only for a call without them.
+    const known = group.every((l) => l.job.ctx.overrides) ? group[0]?.job.ctx.overrides : undefined;
+    const taskTypes = [...new Set(group.map((l) => l.job.input.task_type))];
+    const facts = await loadCatalogueFacts(db, orgId, taskTypes, known);
     for (const l of group) {
       const { job } = l;
       try {
         l.baseline = resolveBaseline(
           job.ctx.org,
-          facts,
+          job.ctx.overrides && job.ctx.overrides !== facts.overrides
+            ? { overrides: job.ctx.overrides, customs: facts.customs }
+            : facts,
           job.input.task_type,
           job.input.human_baseline_minutes ?? null,
           job.path,

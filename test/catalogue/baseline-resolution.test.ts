@@ -149,4 +149,27 @@ describe.each(ENGINES)('baseline and hourly rate resolution through POST /v1/tra
     await h.request({ method: 'DELETE', url: '/v1/task-types/dev_code_review/override', apiKey: org.apiKey });
     expect(resolved((await trackAs(org, { task_type: 'dev_code_review' })).json())).toEqual(['builtin', 30]);
   });
+
+  // On PostgreSQL the overrides come with the API key's lookup, one query for the keys of
+  // requests arriving together (orgs/api-keys.ts): each organisation must get its own, exactly.
+  it('calls of several organisations at once each resolve with their own overrides, to the last digit', async () => {
+    const [a, b, c] = [await h.createOrg(), await h.createOrg(), await h.createOrg()];
+    const exact = 0.1 + 0.2; // 0.30000000000000004: 17 significant digits
+    await setOverride(h, 'dev_code_review', { baseline_minutes_override: exact }, a);
+    await setOverride(h, 'dev_bug_fix', { baseline_minutes_override: 12.345678901234567 }, a);
+    await setOverride(h, 'dev_code_review', { baseline_minutes_override: 41 }, b);
+    const calls = [a, b, c].flatMap((org) =>
+      ['dev_code_review', 'dev_bug_fix'].map(async (task_type) =>
+        resolved((await trackAs(org, { task_type })).json()),
+      ),
+    );
+    expect(await Promise.all(calls)).toEqual([
+      ['override', exact],
+      ['override', 12.345678901234567],
+      ['override', 41],
+      ['builtin', 90],
+      ['builtin', 30],
+      ['builtin', 90],
+    ]);
+  });
 });
