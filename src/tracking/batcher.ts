@@ -1,7 +1,7 @@
 import { PostgresAdapter } from 'kysely';
 import { isUnavailableError, trackWriter, type Db } from '../storage/db.js';
 import type { TrackJob, TrackResult } from './job.js';
-import { EVENTS_PER_WRITE } from './event-writes.js';
+import { EVENTS_PER_WRITE, KnownAgents } from './event-writes.js';
 import { processBatch } from './pipeline.js';
 
 interface Pending {
@@ -30,21 +30,18 @@ function isRetryable(error: unknown): boolean {
 export class TrackBatcher {
   private queue: Pending[] = [];
   private scheduled = false;
-  /**
-   * One slot per transaction that may be open at once (1 on SQLite, whose batches share one
-   * connection);
-   * a transaction's slot is the shard of the shared counters it adds to.
-   */
-  private freeSlots: number[];
+  /** Transactions open now; at most maxInFlight (1 on SQLite, whose batches share one connection). */
+  private inFlight = 0;
+  /** The agents of the events this batcher committed (event-writes.ts). */
+  private readonly knownAgents = new KnownAgents();
 
   private readonly postgres: boolean;
 
   constructor(
     private readonly db: Db,
-    maxInFlight = 1,
+    private readonly maxInFlight = 1,
   ) {
     this.postgres = db.getExecutor().adapter instanceof PostgresAdapter;
-    this.freeSlots = Array.from({ length: maxInFlight }, (_, i) => i);
   }
 
   submit(job: TrackJob): Promise<TrackResult> {
@@ -56,38 +53,32 @@ export class TrackBatcher {
 
   /** Starts a batch on the next turn of the event loop, so calls arriving together share it. */
   private schedule(): void {
-    if (this.scheduled || this.freeSlots.length === 0 || this.queue.length === 0) return;
+    if (this.scheduled || this.inFlight >= this.maxInFlight || this.queue.length === 0) return;
     this.scheduled = true;
     setImmediate(() => {
       this.scheduled = false;
-      const slot = this.freeSlots.shift();
-      if (slot === undefined || this.queue.length === 0) {
-        if (slot !== undefined) this.freeSlots.unshift(slot);
-        return;
-      }
-      void this.run(this.queue.splice(0, MAX_BATCH), slot).finally(() => {
-        this.freeSlots.unshift(slot);
+      if (this.inFlight >= this.maxInFlight || this.queue.length === 0) return;
+      this.inFlight++;
+      void this.run(this.queue.splice(0, MAX_BATCH)).finally(() => {
+        this.inFlight--;
         this.schedule();
       });
       this.schedule();
     });
   }
 
-  private async run(batch: Pending[], slot: number): Promise<void> {
+  private async run(batch: Pending[]): Promise<void> {
     let outcomes;
     try {
-      outcomes = await this.commit(
-        batch.map((p) => p.job),
-        slot,
-      );
+      outcomes = await this.commit(batch.map((p) => p.job));
     } catch (error) {
       if (batch.length > 1 && !isUnavailableError(error)) {
         // The group shared one transaction, so one event the database refuses rolled back all
         // of them: each half goes again in its own, down to the event that fails alone
         // (a few transactions per bad event, none while every event is storable).
         const half = Math.ceil(batch.length / 2);
-        await this.run(batch.slice(0, half), slot);
-        await this.run(batch.slice(half), slot);
+        await this.run(batch.slice(0, half));
+        await this.run(batch.slice(half));
         return;
       }
       for (const p of batch) p.reject(error);
@@ -96,14 +87,17 @@ export class TrackBatcher {
     batch.forEach((p, i) => {
       const outcome = outcomes[i];
       if (outcome === undefined) p.reject(new Error('no outcome for a tracked event'));
-      else if ('ok' in outcome) p.resolve(outcome.ok);
-      else if ('error' in outcome) p.reject(outcome.error);
+      else if ('ok' in outcome) {
+        // Committed: the event's agent is stored.
+        this.knownAgents.add(p.job.ctx.org.id, p.job.input.agent_id);
+        p.resolve(outcome.ok);
+      } else if ('error' in outcome) p.reject(outcome.error);
       else this.queue.push(p);
     });
   }
 
   /** A transaction that raced another instance's may be aborted; run it again then. */
-  private async commit(jobs: TrackJob[], slot: number) {
+  private async commit(jobs: TrackJob[]) {
     const oneWrite = this.postgres && jobs.length <= EVENTS_PER_WRITE && jobs.every(writesOnce);
     for (let attempt = 1; ; attempt++) {
       try {
@@ -111,8 +105,8 @@ export class TrackBatcher {
         // (the events and their new agents, event-writes.ts) after its reads, which a READ
         // COMMITTED transaction would not make any more consistent: without BEGIN and COMMIT it
         // is two round trips instead of four, and the statement commits all of it or nothing.
-        if (oneWrite) return await processBatch(this.db, jobs, slot);
-        return await this.db.transaction().execute((trx) => processBatch(trx, jobs, slot));
+        if (oneWrite) return await processBatch(this.db, jobs, this.knownAgents);
+        return await this.db.transaction().execute((trx) => processBatch(trx, jobs, this.knownAgents));
       } catch (error) {
         if (attempt >= 3 || !isRetryable(error)) throw error;
       }

@@ -7,7 +7,7 @@ import { eventView } from './events.js';
 import { claimIdempotencyKey, IDEMPOTENCY_WINDOW_MS } from './idempotency.js';
 import type { JobOutcome, TrackJob } from './job.js';
 import { computeSavings } from './savings.js';
-import { writeEvents } from './event-writes.js';
+import { writeEvents, type KnownAgents } from './event-writes.js';
 import { onEventsCreated } from './side-effects.js';
 import { agentCostOf, checkOccurredAtWindow, clientIdOf } from './track-input.js';
 
@@ -32,10 +32,13 @@ interface Live {
  * Processes a batch of track calls in one open transaction with set-wise statements, in the
  * order of DESIGN §2: idempotent replay, business rules, quota, then the writes and their side
  * effects. Each job ends with its own outcome; only a database failure fails the batch.
- * `_shard`, the batcher's slot, is no longer used: nothing the request writes is shared by
- * organisation (DESIGN §11).
+ * `knownAgents`: the agents already stored, whose events need not insert them (event-writes.ts).
  */
-export async function processBatch(db: DbOrTrx, jobs: TrackJob[], _shard = 0): Promise<JobOutcome[]> {
+export async function processBatch(
+  db: DbOrTrx,
+  jobs: TrackJob[],
+  knownAgents?: KnownAgents,
+): Promise<JobOutcome[]> {
   const outcomes: JobOutcome[] = new Array<JobOutcome>(jobs.length);
   const orgKey = (job: TrackJob) => `${job.ctx.org.id}\n${job.idempotencyKey ?? ''}`;
 
@@ -100,7 +103,7 @@ export async function processBatch(db: DbOrTrx, jobs: TrackJob[], _shard = 0): P
   live = await applyCappedQuota(db, live, outcomes);
 
   const rows = live.map((l) => eventRow(l.job, l.baseline));
-  const newAgents = await writeEvents(db, rows);
+  const newAgents = await writeEvents(db, rows, knownAgents);
   const created = live.map((l, i) => {
     const row = rows[i] as EventRow;
     // The event's metadata is the request's (what the row holds, serialised): no need to parse it back.

@@ -91,4 +91,34 @@ describe.each(ENGINES)('group commit isolates an event the database refuses (%s)
     // The service is healthy afterwards.
     expect((await h.request({ method: 'GET', url: '/readyz', apiKey: null })).statusCode).toBe(200);
   });
+
+  // The batcher remembers the agents it committed and stops inserting them (event-writes.ts):
+  // an agent whose first event went down with a refused one must not be remembered.
+  it("records an agent whose first event's transaction was rolled back with a refused event", async () => {
+    const c = await h.createOrg({ plan: 'enterprise' });
+    h.clock.advance(1000);
+    const [first, refused] = await Promise.all([
+      h.request({
+        method: 'POST',
+        url: '/v1/track',
+        apiKey: c.apiKey,
+        payload: { ...VALID, agent_id: 'fresh-bot' },
+      }),
+      h.request({ method: 'POST', url: '/v1/track', apiKey: c.apiKey, payload: POISON }),
+    ]);
+    expect([first?.statusCode, refused?.statusCode]).toEqual([201, 500]);
+    const second = await h.request({
+      method: 'POST',
+      url: '/v1/track',
+      apiKey: c.apiKey,
+      payload: { ...VALID, agent_id: 'fresh-bot' },
+    });
+    expect(second.statusCode).toBe(201);
+    const agents = await h.storage.db
+      .selectFrom('agents')
+      .select(['agent_id', 'first_event_id'])
+      .where('org_id', '=', c.id)
+      .execute();
+    expect(agents).toEqual([{ agent_id: 'fresh-bot', first_event_id: first?.json().event_id }]);
+  });
 });
