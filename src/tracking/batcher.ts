@@ -102,9 +102,10 @@ export class TrackBatcher {
     for (let attempt = 1; ; attempt++) {
       try {
         // On PostgreSQL a batch without idempotency keys or a hard cap writes in one statement
-        // (the events and their new agents, event-writes.ts) after its reads, which a READ
-        // COMMITTED transaction would not make any more consistent: without BEGIN and COMMIT it
-        // is two round trips instead of four, and the statement commits all of it or nothing.
+        // (the events and their new agents, event-writes.ts) after its reads, if any (the
+        // overrides usually come with the key, orgs/api-keys.ts), which a READ COMMITTED
+        // transaction would not make any more consistent: without BEGIN and COMMIT it saves two
+        // round trips, and the statement commits all of it or nothing.
         if (oneWrite) return await processBatch(this.db, jobs, this.knownAgents);
         return await this.db.transaction().execute((trx) => processBatch(trx, jobs, this.knownAgents));
       } catch (error) {
