@@ -4,7 +4,7 @@ import { planAtLeast } from '../../billing/plans.js';
 import { buildReport, type ReportRow } from '../../reports/report.js';
 import { listWebhooks } from '../../webhooks/subscriptions.js';
 import { lineChart } from '../chart.js';
-import { change, count, hours, money, roi } from '../format.js';
+import { bucketLabels, change, count, hours, money, moneyCompact, roi } from '../format.js';
 import { html, type SafeHtml } from '../html.js';
 import { planGate } from '../layout.js';
 import { dashboardCtx, queryOf, sendPage } from '../routes.js';
@@ -165,12 +165,13 @@ export function registerOverviewPage(dash: FastifyInstance, app: FastifyInstance
       points.length === 0
         ? html`<p class="muted">No events in this period.</p>`
         : html`${lineChart({
-              labels: points.map((r) => (r.group[bucket] ?? '').slice(5)),
+              labels: bucketLabels(points.map((r) => r.group[bucket] ?? '')),
               series: [
                 { name: 'Cost saved', className: 's-saved', values: points.map((r) => r.cost_saved) },
                 { name: 'Agent cost', className: 's-cost', values: points.map((r) => r.agent_cost) },
               ],
               formatValue: fmt,
+              formatCompact: (n) => moneyCompact(n, currency),
               title: `Cost saved and agent cost by ${bucket}, ${PERIOD_LABELS[period].toLowerCase()}`,
               tableId: 'trend-table',
             })}

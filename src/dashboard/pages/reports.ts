@@ -13,8 +13,9 @@ import {
   type ReportInput,
 } from '../../reports/params.js';
 import { buildReport } from '../../reports/report.js';
-import { barChart, lineChart } from '../chart.js';
-import { count, hours, money } from '../format.js';
+import { barChart } from '../bar-chart.js';
+import { lineChart } from '../chart.js';
+import { bucketLabels, compact, count, hours, money, moneyCompact } from '../format.js';
 import { html, type SafeHtml } from '../html.js';
 import { planGate } from '../layout.js';
 import { dashboardCtx, queryOf, sendPage } from '../routes.js';
@@ -188,6 +189,8 @@ export function registerReportPages(dash: FastifyInstance, app: FastifyInstance)
     const sort = view.input.sort;
     const valueOf = (r: { [k in Metric]: number }) => r[sort];
     const formatSort = sort === 'events' ? count : sort === 'hours_saved' ? hours : fmt;
+    const compactSort =
+      sort === 'events' || sort === 'hours_saved' ? compact : (n: number) => moneyCompact(n, currency);
     const apiPath = `/v1/reports/time-saved?${view.apiQuery.toString()}`;
     const exportPath = `/dashboard/reports/export?${view.apiQuery.toString()}`;
     const origin = `${request.protocol}://${request.host}`;
@@ -207,9 +210,11 @@ export function registerReportPages(dash: FastifyInstance, app: FastifyInstance)
           (a.group[key] ?? '') < (b.group[key] ?? '') ? -1 : 1,
         );
         chart = lineChart({
-          labels: ordered.map((r) => r.group[key] ?? ''),
+          labels: bucketLabels(ordered.map((r) => r.group[key] ?? '')),
           series: [{ name: METRIC_LABELS[sort], className: 's-saved', values: ordered.map(valueOf) }],
           formatValue: formatSort,
+          formatCompact: compactSort,
+          wholeNumbers: sort === 'events',
           title: `${METRIC_LABELS[sort]} by ${DIMENSION_LABELS[view.input.groupBy[0] ?? 'day'].toLowerCase()}`,
           tableId: 'report-table',
         });
@@ -218,6 +223,7 @@ export function registerReportPages(dash: FastifyInstance, app: FastifyInstance)
           labels,
           values: report.rows.map(valueOf),
           formatValue: formatSort,
+          formatCompact: compactSort,
           title: `${METRIC_LABELS[sort]} by ${view.input.groupBy.map((d) => DIMENSION_LABELS[d].toLowerCase()).join(' and ')}`,
           tableId: 'report-table',
         });
