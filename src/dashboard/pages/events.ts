@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import { OUTCOMES } from '../../orgs/organizations.js';
 import { getEvent, listEvents } from '../../tracking/events.js';
-import { listTaskTypes } from '../../catalogue/task-types.js';
 import { count, dateTime, decimal, hours, money } from '../format.js';
 import { html, type SafeHtml } from '../html.js';
 import { dashboardCtx, queryOf, sendPage } from '../routes.js';
+import { TaskTypeNames } from '../task-names.js';
 import { select, textField } from './controls.js';
 
 const OUTCOME_LABELS: Record<string, string> = {
@@ -60,7 +60,7 @@ export function registerEventPages(dash: FastifyInstance, app: FastifyInstance):
       cursor: filter('cursor'),
       limit: 50,
     };
-    const page = await listEvents({ ctx, input });
+    const [page, names] = await Promise.all([listEvents({ ctx, input }), TaskTypeNames.load(ctx)]);
     const currency = ctx.org.currency;
     const more = new URLSearchParams(q);
     if (page.next_cursor) more.set('cursor', page.next_cursor);
@@ -71,7 +71,8 @@ export function registerEventPages(dash: FastifyInstance, app: FastifyInstance):
         aria-label="Event filters"
       >
         ${textField({ id: 'agent_id', name: 'agent_id', label: 'Agent', value: input.agentId ?? '' })}
-        ${textField({ id: 'task_type', name: 'task_type', label: 'Task type', value: input.taskType ?? '' })}
+        ${textField({ id: 'task_type', name: 'task_type', label: 'Task type', value: input.taskType ?? '', attrs: html`list="task-type-keys"` })}
+        ${names.datalist('task-type-keys')}
         ${textField({ id: 'client_id', name: 'client_id', label: 'Client', value: input.clientId ?? '' })}
         ${select({
           id: 'outcome',
@@ -104,9 +105,11 @@ export function registerEventPages(dash: FastifyInstance, app: FastifyInstance):
                   ${page.data.map(
                     (e) =>
                       html`<tr>
-                        <td><a href="/dashboard/events/${e.event_id}">${dateTime(e.occurred_at)}</a></td>
+                        <td>
+                          <a href="/dashboard/events/${e.event_id}">${dateTime(e.occurred_at)}</a>
+                        </td>
                         <td class="wrap">${e.agent_id}</td>
-                        <td class="wrap">${e.task_type}</td>
+                        <td class="wrap">${names.cell(e.task_type)}</td>
                         <td>${outcomeBadge(e.outcome)}</td>
                         <td class="num">${hours(e.hours_saved)}</td>
                         <td class="num">${money(e.cost_saved, e.currency)}</td>
@@ -139,8 +142,8 @@ export function registerEventPages(dash: FastifyInstance, app: FastifyInstance):
 
     // The rate the event was priced with is stored; where it came from is matched against the
     // settings of today, which may have changed since.
-    const types = await listTaskTypes({ ctx, input: { includeArchived: true } });
-    const type = types.find((t) => t.key === event.task_type);
+    const names = await TaskTypeNames.load(ctx);
+    const type = names.record(event.task_type);
     const rateMicros = Math.round(event.resolved_hourly_rate * 1e6);
     const same = (n: number | null | undefined) =>
       n !== null && n !== undefined && Math.round(n * 1e6) === rateMicros;
@@ -159,6 +162,10 @@ export function registerEventPages(dash: FastifyInstance, app: FastifyInstance):
         <td>${value}</td>
       </tr>`;
     const body = html`<p><a href="/dashboard/events">← All events</a></p>
+      <p class="event-summary">
+        <strong>${names.name(event.task_type)}</strong> by <strong>${event.agent_id}</strong>,
+        ${dateTime(event.occurred_at)}: ${outcomeBadge(event.outcome)}
+      </p>
       <section class="panel">
         <h2>How the figures came about</h2>
         <ol class="derivation">
@@ -205,7 +212,7 @@ export function registerEventPages(dash: FastifyInstance, app: FastifyInstance):
           <table class="fields">
             <tbody>
               ${row('Event id', html`<code>${event.event_id}</code>`)} ${row('Agent', event.agent_id)}
-              ${row('Task type', event.task_type)} ${row('Outcome', outcomeBadge(event.outcome))}
+              ${row('Task type', names.cell(event.task_type))} ${row('Outcome', outcomeBadge(event.outcome))}
               ${row('Occurred at', event.occurred_at)} ${row('Received at', event.received_at)}
               ${row('Baseline minutes', decimal(event.resolved_baseline_minutes))}
               ${row('Baseline source', event.resolved_baseline_source)}

@@ -18,6 +18,7 @@ import { lineChart } from '../chart.js';
 import { bucketLabels, compact, count, hours, money, moneyCompact } from '../format.js';
 import { html, type SafeHtml } from '../html.js';
 import { planGate } from '../layout.js';
+import { TaskTypeNames } from '../task-names.js';
 import { dashboardCtx, queryOf, sendPage } from '../routes.js';
 import { select, textField } from './controls.js';
 import { PERIOD_LABELS, periodOf } from './figures.js';
@@ -122,7 +123,7 @@ function readView(q: URLSearchParams): View {
   };
 }
 
-function controls(view: View, q: URLSearchParams): SafeHtml {
+function controls(view: View, q: URLSearchParams, names: TaskTypeNames): SafeHtml {
   const dims: Array<readonly [string, string]> = DIMENSIONS.map((d) => [d, DIMENSION_LABELS[d]] as const);
   const g = view.groupBy;
   return html`<form method="get" action="/dashboard/reports" class="controls" aria-label="Report options">
@@ -145,7 +146,8 @@ function controls(view: View, q: URLSearchParams): SafeHtml {
     })}
     ${textField({ id: 'top', name: 'top', label: 'Top', type: 'number', value: q.get('top') ?? '', attrs: html`min="1" max="10000"` })}
     ${textField({ id: 'agent_id', name: 'agent_id', label: 'Agent', value: view.input.filters.agentId ?? '' })}
-    ${textField({ id: 'task_type', name: 'task_type', label: 'Task type', value: view.input.filters.taskType ?? '' })}
+    ${textField({ id: 'task_type', name: 'task_type', label: 'Task type', value: view.input.filters.taskType ?? '', attrs: html`list="task-type-keys"` })}
+    ${names.datalist('task-type-keys')}
     ${textField({ id: 'client_id', name: 'client_id', label: 'Client', value: view.input.filters.clientId ?? '' })}
     ${select({
       id: 'outcome',
@@ -183,7 +185,10 @@ export function registerReportPages(dash: FastifyInstance, app: FastifyInstance)
     const q = queryOf(request);
     const view = readView(q);
     const currency = ctx.org.currency;
-    const report = view.error === null ? await buildReport({ ctx, input: view.input }) : null;
+    const [report, names] = await Promise.all([
+      view.error === null ? buildReport({ ctx, input: view.input }) : null,
+      TaskTypeNames.load(ctx),
+    ]);
     const keys = view.input.groupBy.map((d) => GROUP_KEY[d]);
     const fmt = (n: number) => money(n, currency);
     const sort = view.input.sort;
@@ -202,7 +207,9 @@ export function registerReportPages(dash: FastifyInstance, app: FastifyInstance)
     else if (report) {
       const timeOnly =
         view.input.groupBy.length === 1 && ['day', 'week', 'month'].includes(view.input.groupBy[0] ?? '');
-      const labels = report.rows.map((r) => keys.map((k) => r.group[k] ?? '(none)').join(' · '));
+      const shown = (k: string, v: string | null) =>
+        v === null ? '(none)' : k === 'task_type' ? names.name(v) : v;
+      const labels = report.rows.map((r) => keys.map((k) => shown(k, r.group[k] ?? null)).join(' · '));
       let chart: SafeHtml;
       if (timeOnly) {
         const key = keys[0] ?? 'day';
@@ -259,7 +266,11 @@ export function registerReportPages(dash: FastifyInstance, app: FastifyInstance)
                 ${report.rows.map(
                   (r) =>
                     html`<tr>
-                      ${keys.map((k) => html`<td>${r.group[k] ?? html`<span class="muted">(none)</span>`}</td>`)}
+                      ${keys.map((k) =>
+                        k === 'task_type'
+                          ? html`<td class="wrap">${names.cell(r.group[k] ?? null)}</td>`
+                          : html`<td>${r.group[k] ?? html`<span class="muted">(none)</span>`}</td>`,
+                      )}
                       <td class="num">${count(r.events)}</td>
                       <td class="num">${hours(r.hours_saved)}</td>
                       <td class="num">${fmt(r.cost_saved)}</td>
@@ -274,7 +285,7 @@ export function registerReportPages(dash: FastifyInstance, app: FastifyInstance)
         </div>`;
     }
 
-    const body = html`${controls(view, q)}
+    const body = html`${controls(view, q, names)}
       <div class="toolbar">
         <a class="button" href="${exportPath}" download>Download CSV</a>
       </div>

@@ -143,10 +143,13 @@ describe('dashboard pages in Chromium', { timeout: 90_000 }, () => {
     await expect.poll(() => page.url()).toContain('sort=net_saved');
     const query = 'period=90d&group_by=task_type%2Cclient&sort=net_saved&top=6&outcome=success';
     const report = await api<{ rows: Row[] }>(`/v1/reports/time-saved?${query}`);
+    const types = await api<{ data: Array<{ key: string; display_name: string }> }>('/v1/task-types');
+    const typeName = new Map(types.data.map((t) => [t.key, t.display_name]));
     const rows = await tableRows(page, '#report-table');
+    // A task type by its name, its key under it.
     expect(rows).toEqual(
       report.rows.map((r) => [
-        r.group.task_type ?? '(none)',
+        `${typeName.get(r.group.task_type ?? '') ?? '?'} ${r.group.task_type ?? '?'}`,
         r.group.client_id ?? '(none)',
         count(r.events),
         hours(r.hours_saved),

@@ -1,0 +1,137 @@
+/// <reference lib="dom" />
+// Code passed to page.evaluate runs in the browser.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { createApiKey } from '../../../src/orgs/api-keys.js';
+import { DeliveryWorker } from '../../../src/webhooks/worker.js';
+import { startReceiver, type Receiver } from '../../webhooks/receiver.js';
+import { startE2E, tableRows, type E2E } from './browser.js';
+import { seedEvents } from './seed.js';
+
+describe('names on the dashboard in Chromium', { timeout: 120_000 }, () => {
+  let e: E2E;
+  let page: Page;
+  let receivers: Receiver[] = [];
+  const post = async (url: string, payload?: object, method: 'POST' | 'PATCH' | 'DELETE' = 'POST') => {
+    e.h.clock.advance(1000);
+    const res = await e.h.request({ method, url, ...(payload ? { payload } : {}) });
+    expect(res.statusCode, res.body).toBeLessThan(300);
+    return res.json<Record<string, unknown>>();
+  };
+  const track = (task: string, agent = 'ops-bot', at?: string) =>
+    post('/v1/track', {
+      agent_id: agent,
+      task_type: task,
+      outcome: 'success',
+      agent_cost: 0.4,
+      ...(at ? { occurred_at: at } : {}),
+    });
+
+  beforeAll(async () => {
+    e = await startE2E({
+      env: { TALLY_WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', TALLY_WEBHOOK_RETRY_DELAYS: '0' },
+    });
+    // Two failing receivers: two banners on the Overview, each with a link to its own log.
+    receivers = [await startReceiver(500), await startReceiver(500)];
+    for (const r of receivers) {
+      await post('/v1/webhooks', { url: r.url, event_types: ['event.created'] });
+    }
+    await seedEvents(e.h);
+    await post('/v1/settings', { fallback_baseline_minutes: 10 }, 'PATCH');
+    await post('/v1/task-types', {
+      key: 'vendor_call',
+      display_name: 'Call a vendor',
+      category: 'ops',
+      default_baseline_minutes: 20,
+    });
+    await post('/v1/task-types', {
+      key: 'legacy_intake',
+      display_name: 'Intake a paper form',
+      category: 'ops',
+      default_baseline_minutes: 15,
+    });
+    await track('vendor_call');
+    await track('legacy_intake');
+    await post('/v1/task-types/legacy_intake', undefined, 'DELETE');
+    await track('mystery_task');
+    // Two events of one minute: their links in the list must still differ.
+    const minute = new Date(e.h.clock.now().getTime() - 60_000).toISOString();
+    await track('support_ticket_resolution', 'support-bot', minute);
+    await track('legal_contract_review', 'contract-reviewer', minute);
+    const worker = new DeliveryWorker(e.h.ctx, { onError: () => undefined });
+    for (let i = 0; i < 6; i++) {
+      await worker.runOnce();
+      e.h.clock.advance(1000);
+    }
+    // Several keys: a Revoke button on each row.
+    for (const name of ['support agent', 'billing agent'])
+      await createApiKey({ ctx: e.h.ctx, orgId: e.h.org.id, name, scope: 'ingest' });
+    ({ page } = await e.open());
+    await e.signIn(page);
+  });
+  afterAll(async () => {
+    for (const r of receivers) await r.close();
+    await e?.close();
+  });
+
+  it('shows task types by display name with the key beside them; the CSV keeps the key', async () => {
+    const types = await e.h.request({ method: 'GET', url: '/v1/task-types?include_archived=true' });
+    const names = new Map(
+      types
+        .json<{ data: Array<{ key: string; display_name: string }> }>()
+        .data.map((t) => [t.key, t.display_name]),
+    );
+    const shown = (key: string) =>
+      key === 'mystery_task'
+        ? key
+        : key === 'legacy_intake'
+          ? `${names.get(key) ?? '?'} ${key} · archived`
+          : `${names.get(key) ?? '?'} ${key}`;
+
+    await page.goto('/dashboard/reports?period=90d&group_by=task_type&sort=events');
+    const rows = await tableRows(page, '#report-table');
+    const keys = (
+      await e.h.request({
+        method: 'GET',
+        url: '/v1/reports/time-saved?period=90d&group_by=task_type&sort=events',
+      })
+    )
+      .json<{ rows: Array<{ group: { task_type: string } }> }>()
+      .rows.map((r) => r.group.task_type);
+    expect(keys).toEqual(expect.arrayContaining(['vendor_call', 'legacy_intake', 'mystery_task']));
+    expect(rows.map((r) => r[0])).toEqual(keys.map(shown));
+    expect(rows.map((r) => r[0])).toContain('Resolve a ticket end to end support_ticket_resolution');
+    expect(rows.map((r) => r[0])).toContain('Call a vendor vendor_call');
+    const bars = await page
+      .locator('.report-chart svg:visible text.label')
+      .evaluateAll((t) => t.map((x) => x.textContent ?? ''));
+    expect(bars).toContain('Resolve a ticket end to end');
+    expect(bars).toContain('mystery_task');
+
+    // The export is the API's, keys and all.
+    const href = (await page.getByRole('link', { name: 'Download CSV' }).getAttribute('href')) ?? '';
+    const csv = await (await page.request.get(href)).text();
+    expect(csv).toContain('\nsupport_ticket_resolution,');
+    expect(csv).not.toContain('Resolve a ticket');
+
+    await page.goto('/dashboard?period=90d');
+    const top = await tableRows(page, 'section.panel:has(h3:text("Top task types")) table');
+    expect(top.length).toBeGreaterThan(0);
+    for (const r of top) expect(r[0]).toMatch(/^[A-Z].* [a-z][a-z0-9_]+$/);
+
+    await page.goto('/dashboard/events');
+    const events = await tableRows(page, 'main table');
+    const list = (await e.h.request({ method: 'GET', url: '/v1/events?limit=50' })).json<{
+      data: Array<{ task_type: string; event_id: string }>;
+    }>().data;
+    expect(events.map((r) => r[2])).toEqual(list.map((d) => shown(d.task_type)));
+
+    const custom = list.find((d) => d.task_type === 'vendor_call');
+    await page.goto(`/dashboard/events/${custom?.event_id ?? ''}`);
+    const field = await page
+      .locator('table.fields tr', { has: page.locator('th', { hasText: /^Task type$/ }) })
+      .locator('td')
+      .textContent();
+    expect(field?.replace(/\s+/g, ' ').trim()).toBe('Call a vendor vendor_call');
+  });
+});
