@@ -106,7 +106,10 @@ export function registerEventPages(dash: FastifyInstance, app: FastifyInstance):
                     (e) =>
                       html`<tr>
                         <td>
-                          <a href="/dashboard/events/${e.event_id}">${dateTime(e.occurred_at)}</a>
+                          <a href="/dashboard/events/${e.event_id}"
+                            >${dateTime(e.occurred_at)}
+                            <span class="sr-only">by ${e.agent_id}: ${names.name(e.task_type)}</span></a
+                          >
                         </td>
                         <td class="wrap">${e.agent_id}</td>
                         <td class="wrap">${names.cell(e.task_type)}</td>

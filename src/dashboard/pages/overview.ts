@@ -107,7 +107,9 @@ export function registerOverviewPage(dash: FastifyInstance, app: FastifyInstance
         html`<p class="banner warn" role="alert">
           <strong>Webhook ${w.status}:</strong> ${w.url} has ${count(w.consecutive_failures)} failed
           deliveries in a row.
-          <a href="/dashboard/webhooks/${w.id}">See its delivery log</a>
+          <a href="/dashboard/webhooks/${w.id}"
+            >See its delivery log<span class="sr-only"> (${w.url})</span></a
+          >
         </p>`,
       );
     }

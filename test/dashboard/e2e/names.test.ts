@@ -8,10 +8,65 @@ import { startReceiver, type Receiver } from '../../webhooks/receiver.js';
 import { startE2E, tableRows, type E2E } from './browser.js';
 import { seedEvents } from './seed.js';
 
+interface Control {
+  role: 'link' | 'button';
+  name: string;
+  /** Where it leads or what it submits (a link's URL, a form's action and fields). */
+  target: string;
+}
+
+/**
+ * The page's links and buttons with their accessible names, as this dashboard's markup gives
+ * them (aria-label, else the text, visually hidden text included); checked against Chromium's
+ * own accessibility tree below.
+ */
+async function controlsOf(page: Page): Promise<Control[]> {
+  return page.evaluate(() =>
+    Array.from(document.querySelectorAll('a[href], button'))
+      .filter((el) => el.checkVisibility())
+      .map((el) => {
+        const name = (el.getAttribute('aria-label') ?? el.textContent ?? '').replace(/\s+/g, ' ').trim();
+        if (el instanceof HTMLAnchorElement) return { role: 'link' as const, name, target: el.href };
+        const copy = el.getAttribute('data-copy');
+        const form = el.closest('form');
+        const fields = form
+          ? Array.from(form.querySelectorAll('input[type=hidden]'))
+              .filter((i) => i.getAttribute('name') !== 'csrf_token')
+              .map((i) => `${i.getAttribute('name') ?? ''}=${i.getAttribute('value') ?? ''}`)
+          : [];
+        const target = copy ? `copy #${copy}` : form ? `${form.action} ${fields.join('&')}` : 'none';
+        return { role: 'button' as const, name, target };
+      }),
+  );
+}
+
+/** Names shared by controls that lead to different places: a screen reader cannot tell them apart. */
+async function ambiguousNames(page: Page): Promise<string[]> {
+  const controls = await controlsOf(page);
+  const byName = new Map<string, Set<string>>();
+  for (const c of controls) {
+    const key = `${c.role} "${c.name}"`;
+    byName.set(key, (byName.get(key) ?? new Set()).add(c.target));
+  }
+  // The names computed here are the browser's: each finds as many controls by role and name.
+  for (const key of byName.keys()) {
+    const c = controls.find((x) => `${x.role} "${x.name}"` === key);
+    if (!c || c.name === '') continue;
+    const found = await page.getByRole(c.role, { name: c.name, exact: true }).count();
+    expect(found, key).toBe(controls.filter((x) => x.role === c.role && x.name === c.name).length);
+  }
+  const unnamed = controls.filter((c) => c.name === '').map((c) => `unnamed ${c.role} to ${c.target}`);
+  return [
+    ...unnamed,
+    ...[...byName].filter(([, targets]) => targets.size > 1).map(([key, t]) => `${key} × ${t.size}`),
+  ];
+}
+
 describe('names on the dashboard in Chromium', { timeout: 120_000 }, () => {
   let e: E2E;
   let page: Page;
   let receivers: Receiver[] = [];
+  let webhookId = '';
   const post = async (url: string, payload?: object, method: 'POST' | 'PATCH' | 'DELETE' = 'POST') => {
     e.h.clock.advance(1000);
     const res = await e.h.request({ method, url, ...(payload ? { payload } : {}) });
@@ -34,7 +89,8 @@ describe('names on the dashboard in Chromium', { timeout: 120_000 }, () => {
     // Two failing receivers: two banners on the Overview, each with a link to its own log.
     receivers = [await startReceiver(500), await startReceiver(500)];
     for (const r of receivers) {
-      await post('/v1/webhooks', { url: r.url, event_types: ['event.created'] });
+      const created = await post('/v1/webhooks', { url: r.url, event_types: ['event.created'] });
+      webhookId = String(created.id);
     }
     await seedEvents(e.h);
     await post('/v1/settings', { fallback_baseline_minutes: 10 }, 'PATCH');
@@ -133,5 +189,33 @@ describe('names on the dashboard in Chromium', { timeout: 120_000 }, () => {
       .locator('td')
       .textContent();
     expect(field?.replace(/\s+/g, ' ').trim()).toBe('Call a vendor vendor_call');
+  });
+
+  it('gives each link and button of a list a name that says which one it is', async () => {
+    // A named control of each list, found by that name alone.
+    await page.goto('/dashboard/task-types');
+    const manage = page.getByRole('link', { name: 'Manage Resolve a ticket end to end', exact: true });
+    expect(await manage.getAttribute('href')).toBe('/dashboard/task-types/support_ticket_resolution');
+
+    const event = (await e.h.request({ method: 'GET', url: '/v1/events?limit=1' })).json<{
+      data: Array<{ event_id: string }>;
+    }>().data[0];
+    const pages = [
+      '/dashboard?period=90d',
+      '/dashboard/reports?period=90d&group_by=agent',
+      '/dashboard/events',
+      `/dashboard/events/${event?.event_id ?? ''}`,
+      '/dashboard/task-types',
+      '/dashboard/task-types/vendor_call',
+      '/dashboard/webhooks',
+      `/dashboard/webhooks/${webhookId}`,
+      '/dashboard/usage',
+      '/dashboard/settings',
+    ];
+    for (const url of pages) {
+      await page.goto(url);
+      expect(await ambiguousNames(page), url).toEqual([]);
+    }
+    expect(e.problems).toEqual([]);
   });
 });
