@@ -5,7 +5,7 @@ import { html, raw, type SafeHtml } from './html.js';
 // It sits beside its table on a desktop, so it needs no drawing wider than the medium one.
 const BAR_VARIANTS: Variant[] = [
   { ranges: 'c-narrow', width: 340, height: 0, fontSize: 12, compact: true, maxTicks: 0 },
-  { ranges: 'c-medium c-wide', width: 520, height: 0, fontSize: 12, compact: false, maxTicks: 0 },
+  { ranges: 'c-medium c-wide', width: 600, height: 0, fontSize: 12, compact: false, maxTicks: 0 },
 ];
 const ROWS = 20;
 

@@ -27,8 +27,8 @@ export interface Variant {
 
 const LINE_VARIANTS: Variant[] = [
   { ranges: 'c-narrow', width: 340, height: 230, fontSize: 12, compact: true, maxTicks: 5 },
-  { ranges: 'c-medium', width: 560, height: 260, fontSize: 12, compact: false, maxTicks: 5 },
-  { ranges: 'c-wide', width: 960, height: 320, fontSize: 12, compact: false, maxTicks: 6 },
+  { ranges: 'c-medium', width: 600, height: 270, fontSize: 12, compact: false, maxTicks: 5 },
+  { ranges: 'c-wide', width: 900, height: 310, fontSize: 12, compact: false, maxTicks: 6 },
 ];
 
 export interface LineChartInput {
@@ -41,6 +41,8 @@ export interface LineChartInput {
   tableId: string;
   /** A count: whole ticks only. */
   wholeNumbers?: boolean;
+  /** The first or last point stands for a bucket only partly in the period: drawn dotted. */
+  partial?: { first: boolean; last: boolean; note: string };
 }
 
 function lineSvg(input: LineChartInput, v: Variant): SafeHtml {
@@ -87,15 +89,41 @@ function lineSvg(input: LineChartInput, v: Variant): SafeHtml {
         >${p.text}</text
       >`,
   );
+  // Dots as far apart as their size allows: closer than that they only blur the line.
+  const spacing = n <= 1 ? innerW : innerW / (n - 1);
+  const radius = spacing >= 12 ? 3 : spacing >= 6 ? 2 : 0;
+  const partialFirst = n >= 2 && (input.partial?.first ?? false);
+  const partialLast = n >= 2 && (input.partial?.last ?? false);
+  const isPartial = (i: number) => (partialFirst && i === 0) || (partialLast && i === n - 1);
   const lines = input.series.map((s) => {
-    const points = s.values.map((value, i) => `${x(i).toFixed(1)},${y(value).toFixed(1)}`).join(' ');
-    const dots = s.values.map(
-      (value, i) =>
-        html`<circle class="${s.className}" cx="${x(i).toFixed(1)}" cy="${y(value).toFixed(1)}" r="3">
-          <title>${input.labels[i]}: ${s.name} ${input.formatValue(value)}</title>
-        </circle>`,
+    const path = (from: number, to: number) =>
+      s.values
+        .slice(from, to + 1)
+        .map((value, k) => `${x(from + k).toFixed(1)},${y(value).toFixed(1)}`)
+        .join(' ');
+    const whole = html`<polyline
+      class="${s.className}"
+      points="${path(partialFirst ? 1 : 0, partialLast ? n - 2 : n - 1)}"
+    />`;
+    const ends = [
+      partialFirst ? html`<polyline class="${s.className} partial" points="${path(0, 1)}" />` : '',
+      partialLast ? html`<polyline class="${s.className} partial" points="${path(n - 2, n - 1)}" />` : '',
+    ];
+    const dots = s.values.map((value, i) =>
+      radius === 0
+        ? ''
+        : html`<circle
+            class="${isPartial(i) ? `${s.className} partial` : s.className}"
+            cx="${x(i).toFixed(1)}"
+            cy="${y(value).toFixed(1)}"
+            r="${radius}"
+          >
+            <title>
+              ${input.labels[i]}${isPartial(i) ? ' (partial)' : ''}: ${s.name} ${input.formatValue(value)}
+            </title>
+          </circle>`,
     );
-    return html`<polyline class="${s.className}" points="${points}" />${dots}`;
+    return html`${whole}${ends}${dots}`;
   });
   const titleId = `${input.tableId}-title-${v.width}`;
   return html`<svg
@@ -125,6 +153,7 @@ export function lineChart(input: LineChartInput): SafeHtml {
       <ul class="legend">
         ${legend}
       </ul>
+      ${input.partial && (input.partial.first || input.partial.last) ? html`<p class="muted partial-note">${input.partial.note}</p>` : ''}
     </figcaption>
   </figure>`;
 }

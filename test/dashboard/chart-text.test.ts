@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { fitText, placeLabels, textWidth, valueAxis } from '../../src/dashboard/chart-text.js';
 import { bucketLabels } from '../../src/dashboard/format.js';
+import { isPartialBucket, partialEnds } from '../../src/dashboard/pages/figures.js';
 
 describe('chart text layout', () => {
   it('puts round steps on the value axis, through 0, covering every value', () => {
@@ -73,5 +74,25 @@ describe('chart text layout', () => {
     expect(bucketLabels(['2025-12-29', '2026-01-05'])).toEqual(['Dec 29, 2025', 'Jan 5, 2026']);
     expect(bucketLabels(['2026-09', '2026-10'])).toEqual(['Sep', 'Oct']);
     expect(bucketLabels(['2025-12', '2026-01'])).toEqual(['Dec 2025', 'Jan 2026']);
+  });
+
+  it('tells the buckets only partly inside a report range', () => {
+    const range = { from: '2026-10-21T12:00:00.000Z', to: '2026-11-20T12:00:00.000Z' };
+    expect(isPartialBucket('2026-10-21', 'day', range)).toBe(true);
+    expect(isPartialBucket('2026-10-22', 'day', range)).toBe(false);
+    expect(isPartialBucket('2026-11-19', 'day', range)).toBe(false);
+    expect(isPartialBucket('2026-11-20', 'day', range)).toBe(true);
+    expect(isPartialBucket('2026-10-19', 'week', range)).toBe(true);
+    expect(isPartialBucket('2026-10-26', 'week', range)).toBe(false);
+    expect(isPartialBucket('2026-11-16', 'week', range)).toBe(true);
+    expect(isPartialBucket('2026-10', 'month', range)).toBe(true);
+    const ytd = { from: '2026-01-01T00:00:00.000Z', to: '2026-11-20T12:00:00.000Z' };
+    expect(isPartialBucket('2026-01', 'month', ytd)).toBe(false);
+    expect(isPartialBucket('2026-11', 'month', ytd)).toBe(true);
+    expect(partialEnds(['2026-01', '2026-11'], 'month', ytd)).toEqual({
+      first: false,
+      last: true,
+      note: 'Dotted line: the last month is only partly in the period.',
+    });
   });
 });

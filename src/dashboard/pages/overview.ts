@@ -10,6 +10,8 @@ import { planGate } from '../layout.js';
 import { TaskTypeNames } from '../task-names.js';
 import { dashboardCtx, queryOf, sendPage } from '../routes.js';
 import {
+  isPartialBucket,
+  partialEnds,
   PERIOD_LABELS,
   periodOf,
   previousPeriodReport,
@@ -178,6 +180,11 @@ export function registerOverviewPage(dash: FastifyInstance, app: FastifyInstance
               ],
               formatValue: fmt,
               formatCompact: (n) => moneyCompact(n, currency),
+              partial: partialEnds(
+                points.map((r) => r.group[bucket] ?? ''),
+                bucket,
+                series.meta.range,
+              ),
               title: `Cost saved and agent cost by ${bucket}, ${PERIOD_LABELS[period].toLowerCase()}`,
               tableId: 'trend-table',
             })}
@@ -197,7 +204,10 @@ export function registerOverviewPage(dash: FastifyInstance, app: FastifyInstance
                     ${points.map(
                       (r) =>
                         html`<tr>
-                          <td>${r.group[bucket]}</td>
+                          <td>
+                            ${r.group[bucket]}
+                            ${isPartialBucket(r.group[bucket] ?? '', bucket, series.meta.range) ? html`<span class="muted">(partial)</span>` : ''}
+                          </td>
                           <td class="num">${fmt(r.cost_saved)}</td>
                           <td class="num">${fmt(r.agent_cost)}</td>
                           <td class="num">${fmt(r.net_saved)}</td>

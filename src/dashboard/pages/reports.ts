@@ -21,7 +21,7 @@ import { planGate } from '../layout.js';
 import { TaskTypeNames } from '../task-names.js';
 import { dashboardCtx, queryOf, sendPage } from '../routes.js';
 import { select, textField } from './controls.js';
-import { PERIOD_LABELS, periodOf } from './figures.js';
+import { isPartialBucket, partialEnds, PERIOD_LABELS, periodOf } from './figures.js';
 
 const DIMENSION_LABELS: Record<Dimension, string> = {
   agent: 'Agent',
@@ -39,6 +39,10 @@ const METRIC_LABELS: Record<Metric, string> = {
   net_saved: 'Net saved',
 };
 const METADATA_KEY = /^[A-Za-z0-9_-]{1,64}$/;
+
+function timeDimension(key: string): 'day' | 'week' | 'month' | null {
+  return key === 'day' || key === 'week' || key === 'month' ? key : null;
+}
 
 /** The view's state, read from the dashboard's query string (the API's own parameter names). */
 interface View {
@@ -222,6 +226,11 @@ export function registerReportPages(dash: FastifyInstance, app: FastifyInstance)
           formatValue: formatSort,
           formatCompact: compactSort,
           wholeNumbers: sort === 'events',
+          partial: partialEnds(
+            ordered.map((r) => r.group[key] ?? ''),
+            timeDimension(key) ?? 'day',
+            report.meta.range,
+          ),
           title: `${METRIC_LABELS[sort]} by ${DIMENSION_LABELS[view.input.groupBy[0] ?? 'day'].toLowerCase()}`,
           tableId: 'report-table',
         });
@@ -266,11 +275,15 @@ export function registerReportPages(dash: FastifyInstance, app: FastifyInstance)
                 ${report.rows.map(
                   (r) =>
                     html`<tr>
-                      ${keys.map((k) =>
-                        k === 'task_type'
-                          ? html`<td class="wrap">${names.cell(r.group[k] ?? null)}</td>`
-                          : html`<td>${r.group[k] ?? html`<span class="muted">(none)</span>`}</td>`,
-                      )}
+                      ${keys.map((k) => {
+                        const value = r.group[k] ?? null;
+                        const time = timeDimension(k);
+                        if (k === 'task_type') return html`<td class="wrap">${names.cell(value)}</td>`;
+                        if (value === null) return html`<td><span class="muted">(none)</span></td>`;
+                        return html`<td>
+                          ${value}${time && isPartialBucket(value, time, report.meta.range) ? html` <span class="muted">(partial)</span>` : ''}
+                        </td>`;
+                      })}
                       <td class="num">${count(r.events)}</td>
                       <td class="num">${hours(r.hours_saved)}</td>
                       <td class="num">${fmt(r.cost_saved)}</td>

@@ -2,7 +2,7 @@
 // Code passed to page.evaluate runs in the browser.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
-import { startE2E, type E2E } from './browser.js';
+import { startE2E, tableRows, type E2E } from './browser.js';
 import { seedEvents } from './seed.js';
 
 interface ChartCheck {
@@ -131,6 +131,22 @@ describe('dashboard charts at phone and desktop widths in Chromium', { timeout: 
       });
     }
   }
+
+  it('marks the partial first and last days of a rolling period, in the chart and its table', async () => {
+    const { page } = await e.open();
+    await e.signIn(page);
+    await page.goto('/dashboard?period=30d');
+    const chart = page.locator('figure.chart svg:visible');
+    // Each series: its full days solid, its two partial ends dotted.
+    expect(await chart.locator('polyline:not(.partial)').count()).toBe(2);
+    expect(await chart.locator('polyline.partial').count()).toBe(4);
+    expect(await page.locator('.partial-note').textContent()).toBe(
+      'Dotted line: the first and last days are only partly in the period.',
+    );
+    const days = await tableRows(page, '#trend-table');
+    const marked = days.flatMap((r, i) => (r[0]?.endsWith('(partial)') ? [i] : []));
+    expect(marked).toEqual([0, days.length - 1]);
+  });
 
   it('shortens axis money on a phone and keeps the full form on a desktop', async () => {
     const labels = async (viewport: { width: number; height: number }) => {
