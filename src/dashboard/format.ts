@@ -100,3 +100,24 @@ export function bucketLabels(keys: readonly string[]): string[] {
     return withYear ? `${month} ${day}, ${key.slice(0, 4)}` : `${month} ${day}`;
   });
 }
+
+const LONG_MONTHS = [
+  'January',
+  'February',
+  'March',
+  'April',
+  'May',
+  'June',
+  'July',
+  'August',
+  'September',
+  'October',
+  'November',
+  'December',
+];
+
+/** `2026-11` → `November 2026`. */
+export function monthName(month: string): string {
+  const name = LONG_MONTHS[Number(month.slice(5, 7)) - 1];
+  return name === undefined ? month : `${name} ${month.slice(0, 4)}`;
+}

@@ -3,6 +3,12 @@ import { listTaskTypes } from '../catalogue/task-types.js';
 import type { TaskTypeRecord } from '../catalogue/view.js';
 import { html, type SafeHtml } from './html.js';
 
+/** A key that may break after its underscores, not mid-word, in a narrow column. */
+export function breakableKey(key: string): SafeHtml {
+  const parts = key.split('_');
+  return html`${parts.map((p, i) => (i < parts.length - 1 ? html`${p}_<wbr />` : p))}`;
+}
+
 /**
  * Task types as people name them. Events and reports carry the key (`support_ticket_resolution`),
  * which is what the API, the CSV and the filters speak; the pages lead with the display name
@@ -34,10 +40,10 @@ export class TaskTypeNames {
   cell(key: string | null): SafeHtml {
     if (key === null) return html`<span class="muted">(none)</span>`;
     const t = this.byKey.get(key);
-    if (!t) return html`<code class="tt-key only">${key}</code>`;
+    if (!t) return html`<code class="tt-key only">${breakableKey(key)}</code>`;
     return html`<span class="tt-name">${t.display_name}</span>
       <span class="tt-key"
-        ><code>${key}</code
+        ><code>${breakableKey(key)}</code
         >${t.status === 'archived' ? html` · <span class="muted">archived</span>` : ''}</span
       >`;
   }

@@ -27,6 +27,12 @@ const COST_SOURCES: Record<string, string> = {
   none: 'not known (no agent_cost, or no model with token counts)',
 };
 
+/** The date and the time as two unbreakable parts, so a narrow column wraps between them. */
+function dateTimeParts(iso: string): SafeHtml {
+  const [date, time] = dateTime(iso).split(/ (.*)/s);
+  return html`<span class="nowrap">${date}</span> <span class="nowrap">${time}</span>`;
+}
+
 function outcomeBadge(outcome: string): SafeHtml {
   return html`<span class="badge outcome-${outcome}">${OUTCOME_LABELS[outcome] ?? outcome}</span>`;
 }
@@ -88,7 +94,7 @@ export function registerEventPages(dash: FastifyInstance, app: FastifyInstance):
         page.data.length === 0
           ? html`<p class="muted">No events match.</p>`
           : html`<div class="table-wrap">
-              <table>
+              <table class="events">
                 <thead>
                   <tr>
                     <th scope="col">Occurred</th>
@@ -107,7 +113,7 @@ export function registerEventPages(dash: FastifyInstance, app: FastifyInstance):
                       html`<tr>
                         <td>
                           <a href="/dashboard/events/${e.event_id}"
-                            >${dateTime(e.occurred_at)}
+                            >${dateTimeParts(e.occurred_at)}
                             <span class="sr-only">by ${e.agent_id}: ${names.name(e.task_type)}</span></a
                           >
                         </td>
@@ -167,7 +173,7 @@ export function registerEventPages(dash: FastifyInstance, app: FastifyInstance):
     const body = html`<p><a href="/dashboard/events">← All events</a></p>
       <p class="event-summary">
         <strong>${names.name(event.task_type)}</strong> by <strong>${event.agent_id}</strong>,
-        ${dateTime(event.occurred_at)}: ${outcomeBadge(event.outcome)}
+        <span class="nowrap">${dateTime(event.occurred_at)}</span>: ${outcomeBadge(event.outcome)}
       </p>
       <section class="panel">
         <h2>How the figures came about</h2>
@@ -180,11 +186,11 @@ export function registerEventPages(dash: FastifyInstance, app: FastifyInstance):
             <strong>Outcome credit:</strong> ${decimal(Math.round(credit * 1e4) / 1e4)} for
             ${OUTCOME_LABELS[event.outcome] ?? event.outcome}, so hours saved =
             ${decimal(event.resolved_baseline_minutes)} min × ${decimal(Math.round(credit * 1e4) / 1e4)} ÷ 60
-            = <strong>${hours(event.hours_saved)} h</strong>.
+            = <strong>${decimal(event.hours_saved)} h</strong>.
           </li>
           <li>
             <strong>Hourly rate:</strong> ${money(event.resolved_hourly_rate, cur)}, matching ${rateSource};
-            cost saved = ${hours(event.hours_saved)} h × ${money(event.resolved_hourly_rate, cur)} =
+            cost saved = ${decimal(event.hours_saved)} h × ${money(event.resolved_hourly_rate, cur)} =
             <strong>${money(event.cost_saved, cur)}</strong>.
           </li>
           <li>

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { createApiKey, revokeApiKey } from '../../../src/orgs/api-keys.js';
-import { count, hours, money } from '../../../src/dashboard/format.js';
+import { count, decimal, hours, money } from '../../../src/dashboard/format.js';
 import { startE2E, tableRows, type E2E } from './browser.js';
 import { seedEvents, XSS_AGENT } from './seed.js';
 import type { RefRow as Row } from '../../reports/reference.js';
@@ -197,7 +197,8 @@ describe('dashboard pages in Chromium', { timeout: 90_000 }, () => {
     const derivation = (await page.locator('.derivation').textContent()) ?? '';
     expect(derivation).toContain(`${String(event.resolved_baseline_minutes)} minutes`);
     expect(derivation).toContain("Tally's built-in default");
-    expect(derivation).toContain(`${hours(event.hours_saved as number)} h`);
+    // The exact hours, so the multiplication on the page comes out at the cost saved shown.
+    expect(derivation).toContain(`${decimal(event.hours_saved as number)} h × €`);
     expect(derivation).toContain("the organisation's default hourly rate");
     const fields = await page.locator('table.fields').textContent();
     for (const key of [
