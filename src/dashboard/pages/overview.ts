@@ -221,8 +221,8 @@ export function registerOverviewPage(dash: FastifyInstance, app: FastifyInstance
     const body = html`${banners} ${usage.lifetime_events === 0 ? firstEventHelp(origin(request)) : ''}
       <div class="toolbar">${picker}</div>
       <p class="muted period-note">
-        ${PERIOD_LABELS[period]}: ${series.meta.range.from.slice(0, 10)} to
-        ${series.meta.range.to.slice(0, 10)} (UTC)
+        ${PERIOD_LABELS[period]}: <span class="nowrap">${series.meta.range.from.slice(0, 10)}</span> to
+        <span class="nowrap">${series.meta.range.to.slice(0, 10)}</span> (UTC)
       </p>
       ${cards}
       <section class="panel">

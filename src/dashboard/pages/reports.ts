@@ -251,8 +251,10 @@ export function registerReportPages(dash: FastifyInstance, app: FastifyInstance)
               ? html`, the top ${count(report.rows.length)} shown`
               : ''
           };
-          ${PERIOD_LABELS[view.input.period].toLowerCase()} (${report.meta.range.from.slice(0, 10)} to
-          ${report.meta.range.to.slice(0, 10)}, UTC).
+          ${PERIOD_LABELS[view.input.period].toLowerCase()} (<span class="nowrap"
+            >${report.meta.range.from.slice(0, 10)}</span
+          >
+          to <span class="nowrap">${report.meta.range.to.slice(0, 10)}</span>, UTC).
         </p>
         <div class="${timeOnly || view.input.groupBy.length > 1 ? 'report stacked' : 'report'}">
           <div class="table-wrap">
