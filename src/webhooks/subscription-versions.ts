@@ -49,7 +49,11 @@ export interface SubscriptionChange {
  * version and opens the next one. Closed versions whose every event is folded already are of no
  * more use, and go.
  */
-export async function recordSubscription(db: DbOrTrx, engine: Engine, change: SubscriptionChange) {
+export async function recordSubscription(
+  db: DbOrTrx,
+  engine: Engine,
+  change: SubscriptionChange,
+): Promise<void> {
   const at = await commitPosition(db, engine);
   await sql`
     UPDATE webhook_subscription_versions SET valid_to = ${at}
@@ -75,7 +79,10 @@ export async function recordSubscription(db: DbOrTrx, engine: Engine, change: Su
  * A deleted webhook's history goes with it: the delete cancels its pending deliveries, so the
  * events committed before it that fold later would only add canceled ones.
  */
-export async function forgetSubscription(db: DbOrTrx, webhook: { webhookId: string; orgId: string }) {
+export async function forgetSubscription(
+  db: DbOrTrx,
+  webhook: { webhookId: string; orgId: string },
+): Promise<void> {
   await db
     .deleteFrom('webhook_subscription_versions')
     .where('org_id', '=', webhook.orgId)

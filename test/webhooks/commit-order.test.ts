@@ -1,14 +1,20 @@
 import fc from 'fast-check';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/clock.js';
+import { loadConfig } from '../../src/config.js';
+import type { OrgCtx, ServiceCtx } from '../../src/context.js';
+import { createOrganization, getOrganization } from '../../src/orgs/organizations.js';
 import type { DbOrTrx } from '../../src/storage/db.js';
 import { foldOnce, tailState, type FoldOptions } from '../../src/tracking/fold.js';
 import { trackEvent } from '../../src/tracking/track.js';
 import { recordFailedDelivery } from '../../src/webhooks/health.js';
 import { commitPointOf, committedBefore } from '../../src/webhooks/subscribers.js';
 import { recordSubscription } from '../../src/webhooks/subscription-versions.js';
-import { ENGINES } from '../support/engines.js';
+import { createWebhook } from '../../src/webhooks/subscriptions.js';
+import { createTestStorage, ENGINES } from '../support/engines.js';
 import { createHarness, pausedStageOptions, type Harness, type TestOrg } from '../support/harness.js';
+import { tempFile } from '../support/temp.js';
 
 const NOW = Date.parse('2026-11-20T12:00:00.000Z');
 
@@ -412,3 +418,60 @@ if (ENGINES.includes('postgres'))
       expect(await types()).toEqual(['event.created']);
     });
   });
+
+/**
+ * A SQLite file, as served: track batches commit to the events file on a connection of their
+ * own while a folding pass holds the main file (storage/events-file.ts).
+ */
+describe('a webhook change between two passes of a SQLite file', () => {
+  it('events committed during a pass and folded after a webhook was created are not sent to it', async () => {
+    const storage = await createTestStorage('sqlite', { file: tempFile('tally-commit-order-', 'two.db') });
+    try {
+      const config = { ...loadConfig({ TALLY_LOG_LEVEL: 'silent' }), foldInline: false };
+      const ctx: ServiceCtx = {
+        db: storage.db,
+        engine: 'sqlite',
+        clock: new ManualClock(new Date(NOW)),
+        config,
+      };
+      const made = await createOrganization({ ctx, input: { name: 'Two files', plan: 'pro' } });
+      const org: OrgCtx = { ...ctx, org: await getOrganization({ ctx, id: made.org.id }), actorKeyId: null };
+      const track = async (agent: string) =>
+        (
+          await trackEvent({
+            ctx: org,
+            idempotencyKey: null,
+            input: { agent_id: agent, task_type: 'support_ticket_reply', outcome: 'success' },
+          })
+        ).event.event_id;
+      await track('a');
+      let during: string[] = [];
+      const pass = await foldOnce(ctx, {
+        beforeCommit: async () => {
+          during = await Promise.all(['b', 'c'].map(track));
+        },
+      });
+      expect(pass.folded).toBe(1);
+      const hook = await createWebhook({
+        ctx: org,
+        input: {
+          url: 'https://hooks.example.com/tally',
+          event_types: ['event.created', 'agent.first_event'],
+        },
+      });
+      const after = await track('d');
+      expect((await foldOnce(ctx)).folded).toBe(3);
+      const { rows } = await sql<{ type: string; payload: string }>`
+        SELECT m.type, m.payload FROM webhook_deliveries d JOIN webhook_messages m ON m.id = d.message_id
+        WHERE d.webhook_id = ${hook.id}`.execute(storage.db);
+      const sent = rows.map((r) => {
+        const data = JSON.parse(r.payload) as { event_id?: string; event?: { event_id: string } };
+        return `${r.type} ${data.event_id ?? data.event?.event_id}`;
+      });
+      expect(during).toHaveLength(2);
+      expect(sent.sort()).toEqual([`agent.first_event ${after}`, `event.created ${after}`]);
+    } finally {
+      await storage.destroy();
+    }
+  });
+});
