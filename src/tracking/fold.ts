@@ -33,6 +33,7 @@ import {
 } from '../storage/db.js';
 import type { EventRow } from '../storage/schema.js';
 import { inSnapshot, lowestWatermark } from '../storage/snapshot.js';
+import { orgEventsBySeq } from '../storage/tail.js';
 import { enqueueNewEventMessages, type NewEventMessage } from '../webhooks/outbox.js';
 import { readSubscribers } from '../webhooks/subscribers.js';
 import { eventView } from './events.js';
@@ -279,19 +280,24 @@ async function writeMessages(
     return;
   }
   // A pass of a backlog holds up to FOLD_BATCH events: they are read `chunk` at a time, in
-  // commit order, so that the service never holds more of them.
+  // commit order, so that the service never holds more of them. Each read seeks from the last
+  // one's position (storage/tail.ts).
   const seq = (value: unknown) => (ctx.engine === 'postgres' ? sql`${String(value)}::xid8` : sql`${value}`);
   for (const orgId of subscribers.orgs) {
-    let after: { ingest_seq: unknown; id: string } | null = null;
+    let after: { ingest_seq: Seq; id: string } | null = null;
     for (;;) {
+      const range: RawBuilder<unknown> =
+        after === null
+          ? seqRange(ctx.engine, from, to)
+          : sql`${seqRange(ctx.engine, after.ingest_seq, to)} AND (ingest_seq, id) > (${seq(after.ingest_seq)}, ${after.id})`;
       const { rows } = await sql<EventRow>`
-        SELECT * FROM events WHERE org_id = ${orgId} AND ${seqRange(ctx.engine, from, to)}
-        ${after === null ? sql`` : sql`AND (ingest_seq, id) > (${seq(after.ingest_seq)}, ${after.id})`}
-        ORDER BY ingest_seq, id LIMIT ${chunk}`.execute(trx);
+        SELECT * FROM ${orgEventsBySeq(ctx.engine, orgId, range)} ORDER BY ingest_seq, id LIMIT ${chunk}`.execute(
+        trx,
+      );
       await enqueue(rows);
       const last = rows.at(-1);
       if (last === undefined || rows.length < chunk) break;
-      after = { ingest_seq: last.ingest_seq, id: last.id };
+      after = { ingest_seq: last.ingest_seq as Seq, id: last.id };
     }
   }
 }
