@@ -20,6 +20,7 @@ import { registerCatalogueRoutes } from '../catalogue/routes.js';
 import { registerAuditRoutes } from '../audit/routes.js';
 import { registerWebhookRoutes } from '../webhooks/routes.js';
 import { registerDashboard } from '../dashboard/routes.js';
+import { registerOtlpRoutes } from '../otlp/routes.js';
 
 const addFormats = addFormatsModule.default;
 export const BODY_LIMIT_BYTES = 64 * 1024;
@@ -133,6 +134,7 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     registerSettingsRoutes(v1);
     registerReportRoutes(v1);
     registerWebhookRoutes(v1);
+    registerOtlpRoutes(v1);
   });
   await registerDashboard(app);
   return app;
