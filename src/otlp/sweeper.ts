@@ -6,6 +6,7 @@ import {
   expiredTraces,
   forgetDoneTraces,
   heldSpansOf,
+  heldWriter,
   isTraceDone,
   releaseSpans,
 } from './held.js';
@@ -78,7 +79,7 @@ export async function sweepHeldSpans(ctx: ServiceCtx): Promise<SweepResult> {
     // Spans of no run beside runs that were tracked: dropped too.
     if (drafts.length > 0 && split.outside.length > 0)
       counts[COUNTERS.droppedSpans] = (counts[COUNTERS.droppedSpans] ?? 0) + split.outside.length;
-    await inTransaction(ctx.db, async (trx) => {
+    await inTransaction(heldWriter(ctx.db), async (trx) => {
       const released = await releaseSpans(trx, orgId, spans);
       // Another process settled this trace meanwhile: it counted it.
       if (released === 0) return;
