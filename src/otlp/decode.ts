@@ -43,13 +43,14 @@ interface RawSpan {
   evaluations: Attributes[];
 }
 
-function finish(raw: RawSpan, resource: Attributes): ExportedSpan | null {
+function finish(raw: RawSpan, resource: Attributes, idsChecked: boolean): ExportedSpan | null {
   const valid =
-    TRACE_ID.test(raw.traceId) &&
+    (idsChecked ||
+      (TRACE_ID.test(raw.traceId) &&
+        SPAN_ID.test(raw.spanId) &&
+        (raw.parentSpanId === '' || SPAN_ID.test(raw.parentSpanId)))) &&
     raw.traceId !== ZERO_TRACE &&
-    SPAN_ID.test(raw.spanId) &&
     raw.spanId !== ZERO_SPAN &&
-    (raw.parentSpanId === '' || SPAN_ID.test(raw.parentSpanId)) &&
     Number.isFinite(raw.startNs) &&
     Number.isFinite(raw.endNs) &&
     raw.startNs > 0 &&
@@ -102,11 +103,19 @@ interface PbRequest {
   resourceSpans?: { resource?: { attributes?: PbKeyValue[] } | null; scopeSpans?: { spans?: PbSpan[] }[] }[];
 }
 
-// protobufjs leaves an absent bytes field as its default, an empty plain array.
-const hex = (bytes: Uint8Array | undefined) =>
-  bytes instanceof Uint8Array
-    ? Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex')
-    : '';
+/**
+ * An id of `length` bytes in hex, or null when it has another length. protobufjs decodes bytes
+ * as Buffers under Node, and leaves an absent field as its default, an empty plain array.
+ */
+function hexId(bytes: Uint8Array | undefined, length: number, optional: boolean): string | null {
+  if (!(bytes instanceof Uint8Array) || bytes.length === 0) return optional ? '' : null;
+  if (bytes.length !== length) return null;
+  return Buffer.isBuffer(bytes)
+    ? bytes.toString('hex')
+    : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex');
+}
+
+const NO_EVALUATIONS: Attributes[] = [];
 
 const long = (value: number | LongLike | undefined) =>
   value === undefined ? 0 : typeof value === 'number' ? value : value.toNumber();
@@ -158,14 +167,24 @@ export function decodeProtobufExport(body: Uint8Array): DecodedExport {
           if (!genAi && isGenAiKey(key)) genAi = true;
           return READ_KEYS.has(key);
         });
-        const evaluations = (span.events ?? [])
-          .filter((e) => e.name === EVALUATION_EVENT)
-          .map((e) => pbAttributes(e.attributes, (key) => READ_KEYS.has(key)));
+        let evaluations = NO_EVALUATIONS;
+        for (const event of span.events ?? []) {
+          if (event.name !== EVALUATION_EVENT) continue;
+          if (evaluations === NO_EVALUATIONS) evaluations = [];
+          evaluations.push(pbAttributes(event.attributes, (key) => READ_KEYS.has(key)));
+        }
+        const traceId = hexId(span.traceId, 16, false);
+        const spanId = hexId(span.spanId, 8, false);
+        const parentSpanId = hexId(span.parentSpanId, 8, true);
+        if (traceId === null || spanId === null || parentSpanId === null) {
+          invalid++;
+          continue;
+        }
         const done = finish(
           {
-            traceId: hex(span.traceId),
-            spanId: hex(span.spanId),
-            parentSpanId: hex(span.parentSpanId),
+            traceId,
+            spanId,
+            parentSpanId,
             flags: span.flags ?? 0,
             name: span.name ?? '',
             startNs: long(span.startTimeUnixNano),
@@ -176,6 +195,7 @@ export function decodeProtobufExport(body: Uint8Array): DecodedExport {
             evaluations,
           },
           resource,
+          true,
         );
         if (done) spans.push(done);
         else invalid++;
@@ -309,6 +329,7 @@ export function decodeJsonExport(body: unknown): DecodedExport {
             evaluations,
           },
           resource,
+          false,
         );
         if (done) spans.push(done);
         else invalid++;

@@ -87,13 +87,16 @@ interface ModelUsage {
  */
 function usageOf(run: Run): ModelUsage[] {
   const calls = run.members.filter((span) => span !== run.root && isModelCall(span) && hasUsage(span));
-  const byId = new Map(run.members.map((span) => [span.spanId, span]));
   const wrappers = new Set<ExportedSpan>();
-  for (const call of calls) {
-    const seen = new Set<string>();
-    for (let p = byId.get(call.parentSpanId); p && !seen.has(p.spanId); p = byId.get(p.parentSpanId)) {
-      seen.add(p.spanId);
-      if (calls.includes(p)) wrappers.add(p);
+  if (calls.length > 1) {
+    const byId = new Map(run.members.map((span) => [span.spanId, span]));
+    const callSet = new Set(calls);
+    for (const call of calls) {
+      // Bounded by the run's size: a parent chain a sender made circular ends too.
+      let p = byId.get(call.parentSpanId);
+      for (let steps = 0; p && steps < run.members.length; steps++, p = byId.get(p.parentSpanId)) {
+        if (callSet.has(p)) wrappers.add(p);
+      }
     }
   }
   const counted = calls.filter((call) => !wrappers.has(call));
@@ -122,21 +125,36 @@ function usageOf(run: Run): ModelUsage[] {
  */
 export function catalogueModel(usage: ModelUsage, org: Organization, at: Date): string | null {
   if (usage.model === null) return null;
+  const key = `${usage.provider ?? ''}\n${usage.model}\n${org.currency}`;
+  const known = catalogueModels.get(key);
+  if (known !== undefined) return known;
+  const found = findCatalogueModel(usage.model, usage.provider, org, at);
+  // Bounded like the pricing catalogue's own cache: names come from senders.
+  if (catalogueModels.size >= MAX_CACHED_MODELS) catalogueModels.clear();
+  catalogueModels.set(key, found);
+  return found;
+}
+
+const MAX_CACHED_MODELS = 5_000;
+const catalogueModels = new Map<string, string>();
+
+function findCatalogueModel(model: string, provider: string | null, org: Organization, at: Date): string {
+  const usage = { model, provider };
   const candidates = [usage.model];
   if (usage.provider !== null) {
     const short = usage.provider.split('.')[0] ?? usage.provider;
     candidates.unshift(`${usage.provider}/${usage.model}`, `${short}/${usage.model}`);
   }
-  for (const model of candidates) {
+  for (const candidate of candidates) {
     const priced = priceRun({
-      model,
+      model: candidate,
       tokensIn: 0,
       tokensOut: 0,
       at,
       currency: org.currency,
       usdExchangeRate: org.usdExchangeRate,
     });
-    if (priced) return model;
+    if (priced) return candidate;
   }
   return usage.model;
 }

@@ -84,9 +84,15 @@ export async function ingestSpans({
     else toHold.push(...genAi);
   }
 
-  // Traces settled by this export, with what was held of them.
-  const held =
-    settling.size === 0 ? new Map() : await heldSpansOf(readDb(ctx.db), ctx.org.id, [...settling.keys()]);
+  // Traces settled by this export, with what was held of them; the rules, read meanwhile, only
+  // when a run may come of it.
+  const mayRun = settling.size > 0 && spans.some((s) => s.genAi);
+  const [held, rules] = await Promise.all([
+    settling.size === 0
+      ? new Map<string, ExportedSpan[]>()
+      : heldSpansOf(readDb(ctx.db), ctx.org.id, [...settling.keys()]),
+    mayRun ? loadRules(readDb(ctx.db), ctx.org.id) : null,
+  ]);
   const drafts: RunDraft[] = [];
   const released: ExportedSpan[] = [];
   for (const [traceId, list] of settling) {
@@ -110,15 +116,18 @@ export async function ingestSpans({
     toHold.push(...split.pending.filter((s) => !heldIds.has(s.spanId)));
   }
 
-  if (toHold.length > 0) await holdSpans(ctx.db, ctx.org.id, receivedAt.getTime(), toHold);
   result.heldSpans = toHold.length;
+  const holding = toHold.length > 0 ? holdSpans(ctx.db, ctx.org.id, receivedAt.getTime(), toHold) : null;
   if (drafts.length === 0) {
+    await holding;
     if (released.length > 0) await releaseSpans(ctx.db, ctx.org.id, released);
     return result;
   }
-
-  const rules = await loadRules(readDb(ctx.db), ctx.org.id);
-  const outcomes = await trackRuns({ ctx, drafts, rules });
+  // Held spans and runs are written side by side; the answer waits for both.
+  const [outcomes] = await Promise.all([
+    trackRuns({ ctx, drafts, rules: rules ?? (await loadRules(readDb(ctx.db), ctx.org.id)) }),
+    holding,
+  ]);
   const unresolved: { draft: RunDraft; reason: string }[] = [];
   const refused = new Map<string, number>();
   const done = new Set<string>();
@@ -140,9 +149,12 @@ export async function ingestSpans({
     } else result.rejectedRuns++;
   });
   result.reasons.push(...reasonLines(refused));
-  await recordUnresolved(ctx.db, ctx.org.id, receivedAt, unresolved);
-  if (done.size > 0) await markTracesDone(ctx.db, ctx.org.id, [...done], receivedAt.getTime());
-  // Last: a crash before this leaves the held spans, and the retried export settles them again.
-  if (released.length > 0) await releaseSpans(ctx.db, ctx.org.id, released);
+  // After the runs: a crash before these leaves the held spans, and the retried export settles
+  // them again.
+  await Promise.all([
+    recordUnresolved(ctx.db, ctx.org.id, receivedAt, unresolved),
+    done.size > 0 ? markTracesDone(ctx.db, ctx.org.id, [...done], receivedAt.getTime()) : null,
+    released.length > 0 ? releaseSpans(ctx.db, ctx.org.id, released) : null,
+  ]);
   return result;
 }

@@ -25,6 +25,13 @@ function loadRoot(): protobuf.Root {
   return root;
 }
 
+// 64-bit integers (times in nanoseconds, integer attributes) decode to plain numbers rather than
+// a Long object each: an export of 512 spans made some 1,500 of them. Nanoseconds past 2^53
+// lose their last digits, far below the microsecond Tally keeps; nothing else in Tally uses
+// protobufjs.
+(protobuf.util as { Long: unknown }).Long = null;
+protobuf.configure();
+
 const root = loadRoot();
 
 export const ExportTraceServiceRequest = root.lookupType(

@@ -90,17 +90,16 @@ export function splitTrace(spans: ExportedSpan[], settleAll: boolean): TraceSpli
 
   /** Up the parent chain: the first span that `stop` accepts, 'broken' where a parent is missing, or null. */
   const climb = (span: ExportedSpan, stop: (s: ExportedSpan) => boolean): ExportedSpan | 'broken' | null => {
-    const seen = new Set<string>([span.spanId]);
     let parentId = span.parentSpanId;
-    for (;;) {
-      // At the top of the trace, or round a cycle a sender made up: nothing above.
-      if (parentId === '' || seen.has(parentId)) return null;
-      seen.add(parentId);
+    // More steps than spans is a cycle a sender made up: nothing above, as at the top.
+    for (let steps = 0; steps <= byId.size; steps++) {
+      if (parentId === '') return null;
       const parent = byId.get(parentId);
       if (!parent) return 'broken';
       if (stop(parent)) return parent;
       parentId = parent.parentSpanId;
     }
+    return null;
   };
 
   const isSettled = (span: ExportedSpan): boolean => {
@@ -114,10 +113,11 @@ export function splitTrace(spans: ExportedSpan[], settleAll: boolean): TraceSpli
   const pending = unique.filter((span) => span.genAi && !settledSet.has(span));
   const tasks = settled.filter(isTaskSpan);
   const taskSet = new Set(tasks);
+  const isTask = (span: ExportedSpan) => taskSet.has(span);
 
   /** The nearest task span above `span`, by parent chain, else by time; null at the top. */
   const taskAbove = (span: ExportedSpan): ExportedSpan | null => {
-    const above = climb(span, (s) => taskSet.has(s));
+    const above = climb(span, isTask);
     if (above !== 'broken') return above;
     let best: ExportedSpan | null = null;
     for (const task of tasks) {
@@ -147,7 +147,7 @@ export function splitTrace(spans: ExportedSpan[], settleAll: boolean): TraceSpli
   const runs = new Map<ExportedSpan, Run>();
   const outside: ExportedSpan[] = [];
   for (const span of settled) {
-    const owner = isTaskSpan(span) ? top(span) : taskAbove(span);
+    const owner = taskSet.has(span) ? top(span) : taskAbove(span);
     if (owner === null) {
       outside.push(span);
       continue;
