@@ -139,11 +139,10 @@ const MAX_CACHED_MODELS = 5_000;
 const catalogueModels = new Map<string, string>();
 
 function findCatalogueModel(model: string, provider: string | null, org: Organization, at: Date): string {
-  const usage = { model, provider };
-  const candidates = [usage.model];
-  if (usage.provider !== null) {
-    const short = usage.provider.split('.')[0] ?? usage.provider;
-    candidates.unshift(`${usage.provider}/${usage.model}`, `${short}/${usage.model}`);
+  const candidates = [model];
+  if (provider !== null) {
+    const short = provider.split('.')[0] ?? provider;
+    candidates.unshift(...new Set([`${short}/${model}`, `${provider}/${model}`]));
   }
   for (const candidate of candidates) {
     const priced = priceRun({
@@ -156,7 +155,7 @@ function findCatalogueModel(model: string, provider: string | null, org: Organiz
     });
     if (priced) return candidate;
   }
-  return usage.model;
+  return model;
 }
 
 /** Model, tokens and (for a run over several models) cost, as a track body carries them. */

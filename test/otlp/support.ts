@@ -1,5 +1,6 @@
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { context, type Tracer } from '@opentelemetry/api';
+import { context, SpanStatusCode, type Tracer } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
 import { OTLPTraceExporter as HttpExporter } from '@opentelemetry/exporter-trace-otlp-http';
@@ -13,6 +14,9 @@ import {
   type ReadableSpan,
   type SpanExporter,
 } from '@opentelemetry/sdk-trace-base';
+import { generateText, stepCountIs, tool } from 'ai';
+import { MockLanguageModelV2 } from 'ai/test';
+import { z } from 'zod';
 import type { StoredEvent } from '../../src/tracking/events.js';
 import { createHarness, type Harness, type HarnessOptions } from '../support/harness.js';
 import { unlimited } from '../reports/unlimited.js';
@@ -119,4 +123,152 @@ export async function listEvents(h: Harness): Promise<StoredEvent[]> {
   const res = await h.request({ method: 'GET', url: '/v1/events?limit=100' });
   if (res.statusCode !== 200) throw new Error(`GET /v1/events: ${res.statusCode} ${res.body}`);
   return res.json<{ data: StoredEvent[] }>().data;
+}
+
+/** The usage one mock model call reports. */
+export interface CallUsage {
+  inputTokens: number;
+  outputTokens: number;
+}
+
+/**
+ * An agent as a framework runs one: an `invoke_agent` span around the model calls that Vercel's
+ * AI SDK makes (and instruments with `experimental_telemetry`), against its mock language model:
+ * a first step that calls a tool, then a step that answers. Resolves with the usage reported.
+ */
+export async function runSupportAgent(
+  tracer: Tracer,
+  options: {
+    agentName: string;
+    attributes?: Record<string, string | number | boolean>;
+    usage?: [CallUsage, CallUsage];
+    fail?: boolean;
+    modelId?: string;
+  },
+): Promise<CallUsage[]> {
+  const usage = options.usage ?? [
+    { inputTokens: 1200, outputTokens: 80 },
+    { inputTokens: 1500, outputTokens: 240 },
+  ];
+  const [first, second] = usage;
+  const model = new MockLanguageModelV2({
+    provider: 'openai.chat',
+    modelId: options.modelId ?? 'gpt-4o-mini',
+    doGenerate: [
+      {
+        content: [
+          { type: 'tool-call', toolCallId: 'call-1', toolName: 'lookupOrder', input: '{"order":"A-17"}' },
+        ],
+        finishReason: 'tool-calls',
+        usage: { ...first, totalTokens: first.inputTokens + first.outputTokens },
+        warnings: [],
+      },
+      {
+        content: [{ type: 'text', text: 'Your refund for order A-17 is on its way.' }],
+        finishReason: 'stop',
+        usage: { ...second, totalTokens: second.inputTokens + second.outputTokens },
+        warnings: [],
+      },
+    ],
+  });
+  await tracer.startActiveSpan(
+    `invoke_agent ${options.agentName}`,
+    {
+      attributes: {
+        'gen_ai.operation.name': 'invoke_agent',
+        'gen_ai.agent.name': options.agentName,
+        'gen_ai.provider.name': 'openai',
+        ...options.attributes,
+      },
+    },
+    async (span) => {
+      try {
+        await generateText({
+          model,
+          prompt: 'Where is my refund for order A-17?',
+          tools: {
+            lookupOrder: tool({
+              description: 'Looks an order up',
+              inputSchema: z.object({ order: z.string() }),
+              execute: async ({ order }) => ({ order, status: 'refunded' }),
+            }),
+          },
+          stopWhen: stepCountIs(2),
+          experimental_telemetry: { isEnabled: true, tracer, functionId: options.agentName },
+        });
+        if (options.fail) throw new Error('the refund system is down');
+      } catch (error) {
+        span.recordException(error as Error);
+        span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+      } finally {
+        span.end();
+      }
+    },
+  );
+  return usage;
+}
+
+/** The agent's root span among finished spans. */
+export function rootOf(spans: ReadableSpan[], agentName: string): ReadableSpan {
+  const root = spans.find((s) => s.name === `invoke_agent ${agentName}`);
+  if (!root) throw new Error(`no span invoke_agent ${agentName}`);
+  return root;
+}
+
+/** Seconds of a span, as Tally counts them (microseconds). */
+export function secondsOf(span: ReadableSpan): number {
+  const us = (t: [number, number]) => t[0] * 1_000_000 + Math.floor(t[1] / 1000);
+  return (us(span.endTime) - us(span.startTime)) / 1e6;
+}
+
+/** The span's end as Tally stores occurred_at (milliseconds). */
+export function endOf(span: ReadableSpan): string {
+  return new Date(span.endTime[0] * 1000 + Math.floor(span.endTime[1] / 1_000_000)).toISOString();
+}
+
+/** A request as it went over the wire. */
+export interface SeenRequest {
+  headers: Record<string, string | string[] | undefined>;
+  body: Buffer;
+}
+
+/**
+ * An HTTP proxy on a loopback port in front of `origin` that keeps every request it forwards:
+ * to see what an exporter really sends (its encoding, its compression).
+ */
+export async function recordingProxy(
+  origin: string,
+): Promise<{ origin: string; seen: SeenRequest[]; close(): Promise<void> }> {
+  const seen: SeenRequest[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      seen.push({ headers: req.headers, body });
+      const headers = Object.fromEntries(
+        Object.entries(req.headers).filter(
+          ([k]) => !['host', 'connection', 'content-length', 'transfer-encoding'].includes(k),
+        ),
+      ) as Record<string, string>;
+      fetch(`${origin}${req.url ?? '/'}`, { method: req.method, headers, body })
+        .then(async (answer) => {
+          const headers: Record<string, string> = {};
+          answer.headers.forEach((value, key) => {
+            if (!['content-length', 'transfer-encoding', 'connection', 'content-encoding'].includes(key))
+              headers[key] = value;
+          });
+          res.writeHead(answer.status, headers);
+          res.end(Buffer.from(await answer.arrayBuffer()));
+        })
+        .catch(() => res.destroy());
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    origin: `http://127.0.0.1:${port}`,
+    seen,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
 }
