@@ -1,4 +1,6 @@
 import { gunzipSync } from 'node:zlib';
+import { OTLPTraceExporter as HttpExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { OTLPTraceExporter as ProtoExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { priceRun } from '../../src/pricing/price-run.js';
 import { sweepHeldSpans } from '../../src/otlp/sweeper.js';
@@ -206,6 +208,32 @@ describe.each(ENGINES)('OpenTelemetry exporters against a listening Tally (%s)',
       expect((await listEvents(s.h)).filter((e) => e.agent_id === name)).toHaveLength(2);
     });
   });
+
+  it.each(EXPORTERS)(
+    'takes the %s exporter configured by the environment variables docs/opentelemetry.md shows',
+    async (kind) => {
+      const saved = { ...process.env };
+      Object.assign(process.env, {
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${s.origin}/v1/traces`,
+        OTEL_EXPORTER_OTLP_HEADERS: `Authorization=Bearer%20${s.h.org.apiKey}`,
+        OTEL_EXPORTER_OTLP_COMPRESSION: 'gzip',
+      });
+      try {
+        const exporter = kind === 'proto' ? new ProtoExporter() : new HttpExporter();
+        const { tracer, finished } = recordingTracer();
+        const name = `env-bot-${kind}`;
+        await runSupportAgent(tracer, {
+          agentName: name,
+          attributes: { 'tally.task_type': 'support_ticket_reply' },
+        });
+        const result = await exportSpans(exporter, finished());
+        expect(result.error).toBeUndefined();
+        expect((await listEvents(s.h)).filter((e) => e.agent_id === name)).toHaveLength(1);
+      } finally {
+        process.env = saved;
+      }
+    },
+  );
 
   it('drops a trace whose root never comes once the hold bound has passed, and counts it', async () => {
     const { tracer, finished } = recordingTracer();
