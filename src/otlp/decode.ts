@@ -35,8 +35,9 @@ interface RawSpan {
   parentSpanId: string;
   flags: number;
   name: string;
-  startNs: number;
-  endNs: number;
+  /** Microseconds since the epoch. */
+  startUs: number;
+  endUs: number;
   statusCode: number;
   genAi: boolean;
   attributes: Attributes;
@@ -51,10 +52,10 @@ function finish(raw: RawSpan, resource: Attributes, idsChecked: boolean): Export
         (raw.parentSpanId === '' || SPAN_ID.test(raw.parentSpanId)))) &&
     raw.traceId !== ZERO_TRACE &&
     raw.spanId !== ZERO_SPAN &&
-    Number.isFinite(raw.startNs) &&
-    Number.isFinite(raw.endNs) &&
-    raw.startNs > 0 &&
-    raw.endNs >= raw.startNs;
+    Number.isFinite(raw.startUs) &&
+    Number.isFinite(raw.endUs) &&
+    raw.startUs > 0 &&
+    raw.endUs >= raw.startUs;
   if (!valid) return null;
   const parentSpanId = raw.parentSpanId === ZERO_SPAN ? '' : raw.parentSpanId;
   return {
@@ -63,9 +64,8 @@ function finish(raw: RawSpan, resource: Attributes, idsChecked: boolean): Export
     parentSpanId,
     parentIsRemote: (raw.flags & HAS_IS_REMOTE) === 0 ? null : (raw.flags & IS_REMOTE) !== 0,
     name: raw.name,
-    // Nanoseconds past 2^53 lose their last digits as a double: far below a microsecond.
-    startUs: Math.floor(raw.startNs / 1000),
-    endUs: Math.floor(raw.endNs / 1000),
+    startUs: raw.startUs,
+    endUs: raw.endUs,
     statusCode: raw.statusCode,
     genAi: raw.genAi,
     attributes: raw.attributes,
@@ -187,8 +187,10 @@ export function decodeProtobufExport(body: Uint8Array): DecodedExport {
             parentSpanId,
             flags: span.flags ?? 0,
             name: span.name ?? '',
-            startNs: long(span.startTimeUnixNano),
-            endNs: long(span.endTimeUnixNano),
+            // Decoded as doubles (proto.ts), nanoseconds since the epoch are within 128 ns: the
+            // microsecond kept may be one off, never more.
+            startUs: Math.floor(long(span.startTimeUnixNano) / 1000),
+            endUs: Math.floor(long(span.endTimeUnixNano) / 1000),
             statusCode: span.status?.code ?? 0,
             genAi: genAi || evaluations.length > 0,
             attributes,
@@ -237,6 +239,12 @@ function int64(value: unknown, path: string): number {
   if (typeof value === 'number') return value;
   if (typeof value === 'string' && /^-?\d+$/.test(value)) return Number(value);
   throw new OtlpDecodeError(`${path} must be an integer or a string of digits.`);
+}
+
+/** Nanoseconds since the epoch as microseconds; exact from a string (a double is not past 2^53). */
+function micros(value: unknown, path: string): number {
+  if (typeof value === 'string' && /^\d{4,}$/.test(value)) return Number(value.slice(0, -3));
+  return Math.floor(int64(value, path) / 1000);
 }
 
 function jsonScalar(value: unknown, path: string): AttributeValue | undefined {
@@ -318,11 +326,11 @@ export function decodeJsonExport(body: unknown): DecodedExport {
             parentSpanId: jsonId(get(span, 'parentSpanId', 'parent_span_id') ?? ''),
             flags: typeof span.flags === 'number' ? span.flags : 0,
             name: typeof name === 'string' ? name : '',
-            startNs: int64(
+            startUs: micros(
               get(span, 'startTimeUnixNano', 'start_time_unix_nano'),
               `${spanAt}.startTimeUnixNano`,
             ),
-            endNs: int64(get(span, 'endTimeUnixNano', 'end_time_unix_nano'), `${spanAt}.endTimeUnixNano`),
+            endUs: micros(get(span, 'endTimeUnixNano', 'end_time_unix_nano'), `${spanAt}.endTimeUnixNano`),
             statusCode: typeof code === 'number' ? code : code === 'STATUS_CODE_ERROR' ? 2 : 0,
             genAi: genAi || evaluations.length > 0,
             attributes,

@@ -34,7 +34,7 @@ describe.each(ENGINES)('tally otlp (%s)', (engine) => {
     await database.destroy();
   });
 
-  it('adds, lists and removes mapping rules, and lists unresolved runs', async () => {
+  it('adds, lists and removes mapping rules, and lists unresolved runs', { timeout: 180_000 }, async () => {
     // A run without a task type, received as an export would be.
     const config = loadConfig({ TALLY_LOG_LEVEL: 'silent', TALLY_DATABASE_URL: database.url });
     const ctx = { db: storage.db, engine, clock: systemClock, config };
@@ -106,7 +106,7 @@ describe.each(ENGINES)('tally otlp (%s)', (engine) => {
     ).toHaveLength(2);
   });
 
-  it('fails with one line for a rule the API would refuse', async () => {
+  it('fails with one line for a rule the API would refuse', { timeout: 120_000 }, async () => {
     const twoMatches = await runCli(
       [
         'otlp',
