@@ -62,6 +62,7 @@ describe('the OpenTelemetry dashboard page in Chromium', { timeout: 90_000 }, ()
   it('refuses a rule the API refuses, as a notice', async () => {
     await page.getByLabel('Match on', { exact: true }).selectOption('resource_attribute');
     await page.getByLabel('Value', { exact: true }).fill('checkout');
+    await page.getByLabel('Task type', { exact: true }).selectOption('dev_bug_fix');
     await page.getByRole('button', { name: 'Add rule', exact: true }).click();
     await expect
       .poll(() => page.getByRole('status').textContent())

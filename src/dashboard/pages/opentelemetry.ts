@@ -219,20 +219,25 @@ OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer%20tally_live_…</pre>
           <table class="fields">
             <tbody>
               <tr>
-                <th scope="row">Spans waiting for the rest of their trace</th>
+                <th scope="row">Spans held</th>
                 <td>${count(held)}</td>
               </tr>
               <tr>
-                <th scope="row">Traces dropped (their agent span never came)</th>
+                <th scope="row">Traces dropped</th>
                 <td>${count(counters.get(COUNTERS.droppedTraces) ?? 0)}</td>
               </tr>
               <tr>
-                <th scope="row">Spans that came after their run</th>
+                <th scope="row">Late spans</th>
                 <td>${count(counters.get(COUNTERS.lateSpans) ?? 0)}</td>
               </tr>
             </tbody>
           </table>
         </div>
+        <p class="muted">
+          Spans held wait for the rest of their trace, ${count(ctx.config.otlpHoldSeconds)} seconds at most; a
+          trace whose agent span never came is then dropped; a span that came after its run was tracked is
+          late. See docs/opentelemetry.md.
+        </p>
       </section>
       ${unresolvedSection(runs.data, runs.next_cursor, token)}
       <section class="panel" aria-labelledby="add-rule">
@@ -247,7 +252,10 @@ OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer%20tally_live_…</pre>
             id: 'task_type',
             name: 'task_type',
             label: 'Task type',
-            options: types.map((t) => [t.key, `${t.display_name} (${t.key})`] as const),
+            options: [
+              ['', 'Choose a task type…'] as const,
+              ...types.map((t) => [t.key, `${t.display_name} (${t.key})`] as const),
+            ],
             value: query.get('task_type') ?? '',
           })}
           <div class="field actions"><button type="submit" class="button">Add rule</button></div>
