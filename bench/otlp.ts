@@ -15,7 +15,11 @@
  * POST /v1/track/batch, BENCH_IN_FLIGHT requests at once, as the client libraries' batcher sends
  * them (100 events a request, each with an idempotency key), and at the endpoint's best (500 a
  * request, no key). Prints tasks/s and spans/s of OTLP, tasks/s of each reference, and the
- * ratios. Target: OTLP at least half of the batch's tasks/s.
+ * ratios, and the server's CPU per task in each phase (all its threads, from /proc; on a machine
+ * shared with other work it compares the paths where wall time may not). Target: OTLP at least half
+ * of the batch's tasks/s.
+ * BENCH_ONLY=otlp|batch runs one path alone (to profile it with BENCH_PROFILE_DIR); BENCH_DEBUG=1
+ * also prints the idle server's CPU and the mean time of both routes (/metrics).
  */
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
