@@ -68,7 +68,10 @@ export function registerAuth(app: FastifyInstance): void {
       request.auth.scope !== 'admin' &&
       !INGEST_ROUTES.has(`${request.method} ${request.routeOptions.url}`)
     ) {
-      throw new AppError('insufficient_scope', 'This ingest key may only track events and list task types.');
+      throw new AppError(
+        'insufficient_scope',
+        'This ingest key may only track events, export traces and list task types.',
+      );
     }
     noteKeyUse({ db: app.tally.storage.db, clock: app.tally.clock }, request.auth.keyId);
 
