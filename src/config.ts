@@ -40,6 +40,11 @@ export interface Config {
    * behind (TALLY_INGEST_MAX_LAG_SECONDS; tracking/ingest-gate.ts); 0: it never waits.
    */
   ingestMaxLagSeconds: number;
+  /**
+   * How long GenAI spans wait in the database for the rest of their trace before the sweeper
+   * settles them (TALLY_OTLP_HOLD_SECONDS; docs/opentelemetry.md).
+   */
+  otlpHoldSeconds: number;
 }
 
 export interface DatabaseTimeouts {
@@ -208,5 +213,6 @@ export function loadConfig(env: Env = process.env): Config {
         ? null
         : integer(env, 'TALLY_FOLD_BATCH', 0, 1, 10_000_000),
     ingestMaxLagSeconds: integer(env, 'TALLY_INGEST_MAX_LAG_SECONDS', 12, 0, 86_400),
+    otlpHoldSeconds: integer(env, 'TALLY_OTLP_HOLD_SECONDS', 3_600, 1, 86_400),
   };
 }

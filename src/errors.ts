@@ -12,6 +12,7 @@ export const ERROR_STATUS = {
   rate_limited: 429,
   quota_exceeded: 429,
   invalid_json: 400,
+  invalid_otlp: 400,
   unsupported_media_type: 415,
   payload_too_large: 413,
   not_found: 404,

@@ -10,6 +10,7 @@ import { migrateStorage, openStorage, takeSqliteWriteLock, type Storage } from '
 import { foldStageFor, type FoldStage } from './tracking/fold.js';
 import { foldThreadFor } from './tracking/fold-thread.js';
 import { DeliveryWorker } from './webhooks/worker.js';
+import { HeldSpanSweeper } from './otlp/sweeper.js';
 
 export function createRateLimiter(
   config: Config,
@@ -88,6 +89,7 @@ export async function startService(config: Config, clock: Clock = systemClock): 
   // TALLY_ROLE=api leaves folding, deliveries, e-mail and digests to `tally worker` processes.
   let worker: DeliveryWorker | null = null;
   let fold: FoldStage | null = null;
+  let otlpSweeper: HeldSpanSweeper | null = null;
   if (config.role !== 'api') {
     fold = foldStageFor(ctx, {
       ...(foldThread ? { runPass: (pass) => foldThread.run(pass) } : {}),
@@ -101,6 +103,10 @@ export async function startService(config: Config, clock: Clock = systemClock): 
       onError: (error, what) => log('error', `webhook worker: ${what} failed`, error),
     });
     worker.start();
+    otlpSweeper = new HeldSpanSweeper(ctx, {
+      onError: (error) => log('error', 'OpenTelemetry sweeper failed', error),
+    });
+    otlpSweeper.start();
   }
 
   return {
@@ -127,6 +133,7 @@ export async function startService(config: Config, clock: Clock = systemClock): 
       if (fold) await fold.stop();
       if (foldThread) await foldThread.close();
       if (worker) await worker.stop();
+      if (otlpSweeper) await otlpSweeper.stop();
       await rateLimiter.close();
       await storage.close();
     },

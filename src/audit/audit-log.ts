@@ -13,7 +13,9 @@ export type AuditAction =
   | 'webhook.deleted'
   | 'webhook.deactivated'
   | 'api_key.created'
-  | 'api_key.revoked';
+  | 'api_key.revoked'
+  | 'otlp_mapping.created'
+  | 'otlp_mapping.deleted';
 
 export interface AuditEntry {
   action: AuditAction;

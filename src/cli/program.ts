@@ -10,6 +10,7 @@ import { migrateStorage, openStorage } from '../storage/db.js';
 import { queueDigestWeekAt } from '../webhooks/digest.js';
 import { DeliveryWorker } from '../webhooks/worker.js';
 import { print } from './output.js';
+import { registerOtlpCommands } from '../otlp/cli.js';
 
 function number(value: string): number {
   const n = Number(value);
@@ -278,6 +279,8 @@ export function buildCli(): Command {
           : queued.map((q) => `queued ${q.message_id} for ${q.webhook_id} (week of ${q.week})`),
       );
     });
+
+  registerOtlpCommands(program, withCtx);
 
   return program;
 }

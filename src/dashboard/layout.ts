@@ -9,6 +9,7 @@ export const NAV = [
   ['Webhooks', '/dashboard/webhooks'],
   ['Usage', '/dashboard/usage'],
   ['Settings', '/dashboard/settings'],
+  ['OpenTelemetry', '/dashboard/opentelemetry'],
 ] as const;
 
 export type Section = (typeof NAV)[number][0];

@@ -14,6 +14,7 @@ import { registerSettingsPages } from './pages/settings.js';
 import { registerTaskTypePages } from './pages/task-types.js';
 import { registerUsagePage } from './pages/usage.js';
 import { registerWebhookPages } from './pages/webhooks.js';
+import { registerOpenTelemetryPage } from './pages/opentelemetry.js';
 import {
   clearSessionCookie,
   readCookie,
@@ -283,6 +284,7 @@ export async function registerDashboard(app: FastifyInstance): Promise<void> {
       registerWebhookPages(dash, app);
       registerUsagePage(dash, app);
       registerSettingsPages(dash, app);
+      registerOpenTelemetryPage(dash, app);
     },
     { prefix: '/dashboard' },
   );

@@ -42,7 +42,12 @@ export async function consumeRate(
 }
 
 /** What an `ingest` key may call (DESIGN §3), by method and route pattern. */
-const INGEST_ROUTES = new Set(['POST /v1/track', 'POST /v1/track/batch', 'GET /v1/task-types']);
+const INGEST_ROUTES = new Set([
+  'POST /v1/track',
+  'POST /v1/track/batch',
+  'GET /v1/task-types',
+  'POST /v1/traces',
+]);
 
 /**
  * The order of DESIGN §2: authentication → scope → rate limit → plan gate, before any body is
@@ -63,7 +68,10 @@ export function registerAuth(app: FastifyInstance): void {
       request.auth.scope !== 'admin' &&
       !INGEST_ROUTES.has(`${request.method} ${request.routeOptions.url}`)
     ) {
-      throw new AppError('insufficient_scope', 'This ingest key may only track events and list task types.');
+      throw new AppError(
+        'insufficient_scope',
+        'This ingest key may only track events, export traces and list task types.',
+      );
     }
     noteKeyUse({ db: app.tally.storage.db, clock: app.tally.clock }, request.auth.keyId);
 

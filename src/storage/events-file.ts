@@ -17,8 +17,18 @@ import type { Database } from './schema.js';
  */
 export const EVENTS_SCHEMA = 'ingest';
 
-/** What a track request writes: the events, their first agents, the idempotency keys. */
-export const EVENTS_FILE_TABLES = ['events', 'agents', 'idempotency_keys'] as const;
+/**
+ * What a track request writes: the events, their first agents, the idempotency keys; and what an
+ * OpenTelemetry export writes beside its events (otlp/held.ts).
+ */
+export const EVENTS_FILE_TABLES = [
+  'events',
+  'agents',
+  'idempotency_keys',
+  'otlp_held_spans',
+  'otlp_done_traces',
+  'otlp_counters',
+] as const;
 
 /** The events file of a SQLite database file (in memory: a database of the connection's own). */
 export function eventsFilePath(path: string): string {

@@ -4,7 +4,7 @@ import type { DbOrTrx } from '../storage/db.js';
 import type { EventRow } from '../storage/schema.js';
 import { loadCatalogueFacts, resolveBaseline, type ResolvedBaseline } from './baseline.js';
 import { eventView } from './events.js';
-import { claimIdempotencyKey, IDEMPOTENCY_WINDOW_MS } from './idempotency.js';
+import { claimIdempotencyKeys, IDEMPOTENCY_WINDOW_MS } from './idempotency.js';
 import type { JobOutcome, TrackJob } from './job.js';
 import { computeSavings } from './savings.js';
 import { writeEvents, type KnownAgents } from './event-writes.js';
@@ -87,16 +87,18 @@ export async function processBatch(
   const claims = live
     .filter((l) => l.job.idempotencyKey !== null)
     .sort((a, b) => orgKey(a.job).localeCompare(orgKey(b.job)));
-  for (const l of claims) {
-    const { job } = l;
-    const holder = await claimIdempotencyKey(
-      db,
-      job.ctx.org.id,
-      job.idempotencyKey ?? '',
-      job.eventId,
-      job.receivedAt.getTime(),
-    );
-    if (holder !== null) outcomes[l.index] = await replayOf(db, job.ctx.org.id, holder);
+  const holders = await claimIdempotencyKeys(
+    db,
+    claims.map(({ job }) => ({
+      orgId: job.ctx.org.id,
+      key: job.idempotencyKey ?? '',
+      eventId: job.eventId,
+      nowMs: job.receivedAt.getTime(),
+    })),
+  );
+  for (const [i, l] of claims.entries()) {
+    const holder = holders[i] ?? null;
+    if (holder !== null) outcomes[l.index] = await replayOf(db, l.job.ctx.org.id, holder);
   }
   live = live.filter((l) => outcomes[l.index] === undefined);
 

@@ -313,6 +313,58 @@ describe('the TypeScript client against tally serve', () => {
     expect(count).toBeGreaterThan(5);
   });
 
+  it("manages OpenTelemetry mapping rules and unresolved runs (the export itself is an exporter's)", async () => {
+    const end = Date.now() * 1e6;
+    const span = (spanId: string, name: string, attributes: Record<string, string>) => ({
+      traceId: 'c0ffee00c0ffee00c0ffee00c0ffee00',
+      spanId,
+      name,
+      startTimeUnixNano: String(end - 5e9),
+      endTimeUnixNano: String(end),
+      attributes: Object.entries(attributes).map(([key, v]) => ({ key, value: { stringValue: v } })),
+    });
+    const exported = await fetch(`${served.baseUrl}/v1/traces`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${served.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        resourceSpans: [
+          {
+            scopeSpans: [
+              {
+                spans: [
+                  span('00000000000000a1', 'invoke_agent', {
+                    'gen_ai.operation.name': 'invoke_agent',
+                    'gen_ai.agent.name': 'ts-otel-bot',
+                  }),
+                ],
+              },
+            ],
+          },
+        ],
+      }),
+    });
+    expect(exported.status).toBe(200);
+    const runs = await tally.otlp.unresolvedRuns.list();
+    expect(runs.data.map((r) => r.agent_id)).toEqual(['ts-otel-bot']);
+    const rule = await tally.otlp.mappings.create({
+      kind: 'task_type',
+      field: 'agent_name',
+      value: 'ts-otel-bot',
+      task_type: 'dev_code_review',
+    });
+    expect(rule).toMatchObject({ kind: 'task_type', resolved_runs: 1 });
+    expect((await tally.otlp.mappings.list()).data.map((r) => r.id)).toEqual([rule.id]);
+    expect((await tally.otlp.unresolvedRuns.list()).data).toEqual([]);
+    expect(await tally.otlp.unresolvedRuns.retry()).toEqual({ resolved_runs: 0 });
+    await tally.otlp.mappings.delete(rule.id);
+    expect((await tally.otlp.mappings.list()).data).toEqual([]);
+    const missing = await tally.otlp.unresolvedRuns
+      .dismiss('run_01JDXXXXXXXXXXXXXXXXXXXXXX')
+      .catch((e: unknown) => e);
+    expect(missing).toBeInstanceOf(TallyError);
+    expect((missing as TallyError).status).toBe(404);
+  });
+
   it('verifies a real delivery from a real receiver, and rejects a tampered and a stale one', async () => {
     const receiver = await startReceiver();
     try {

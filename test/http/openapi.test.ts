@@ -60,8 +60,14 @@ describe('the OpenAPI document', () => {
           expect(response.description, `${operation.operationId} ${status}`).not.toBe('Default Response');
           expect(Object.keys(response), `${operation.operationId} ${status}`).toContain('headers');
           if (status.startsWith('4') || status.startsWith('5')) {
+            // OTLP/HTTP answers a protobuf export's errors with a protobuf google.rpc.Status.
+            const otlp =
+              operation.operationId === 'exportTraces'
+                ? { 'application/x-protobuf': { schema: expect.objectContaining({ type: 'string' }) } }
+                : {};
             expect(response.content).toEqual({
               'application/json': { schema: { $ref: '#/components/schemas/Error' } },
+              ...otlp,
             });
           }
         }
@@ -301,6 +307,87 @@ describe('the OpenAPI document', () => {
     ).toBe(404);
     expect((await call(one, { method: 'DELETE', url: `/v1/webhooks/${id}` })).statusCode).toBe(204);
     expect((await call(one, { method: 'DELETE', url: `/v1/webhooks/${id}` })).statusCode).toBe(404);
+
+    // OpenTelemetry: the OTLP endpoint (JSON and protobuf), mapping rules and unresolved runs (in
+    // a second of their own: the calls above used up this one's rate)
+    h.clock.advance(1000);
+    const ended = h.clock.now().getTime();
+    const traces = '/v1/traces';
+    const spans = {
+      resourceSpans: [
+        {
+          scopeSpans: [
+            {
+              spans: [
+                {
+                  traceId: '5b8efff798038103d269b633813fc60c',
+                  spanId: 'eee19b7ec3c1b174',
+                  name: 'invoke_agent',
+                  startTimeUnixNano: String((ended - 1000) * 1e6),
+                  endTimeUnixNano: String(ended * 1e6),
+                  attributes: [{ key: 'gen_ai.operation.name', value: { stringValue: 'invoke_agent' } }],
+                },
+              ],
+            },
+          ],
+        },
+      ],
+    };
+    expect((await call(traces, { method: 'POST', url: traces, payload: spans })).statusCode).toBe(200);
+    expect(
+      (
+        await call(traces, {
+          method: 'POST',
+          url: traces,
+          payload: Buffer.alloc(0),
+          headers: { 'content-type': 'application/x-protobuf' },
+        })
+      ).statusCode,
+    ).toBe(200);
+    expect(
+      (
+        await call(traces, {
+          method: 'POST',
+          url: traces,
+          payload: '{"resourceSpans": 1}',
+          headers: { 'content-type': 'application/json' },
+        })
+      ).statusCode,
+    ).toBe(400);
+    expect(
+      (
+        await call(traces, {
+          method: 'POST',
+          url: traces,
+          payload: Buffer.from([0xff]),
+          headers: { 'content-type': 'application/x-protobuf' },
+        })
+      ).statusCode,
+    ).toBe(400);
+    const mappings = '/v1/otlp/mappings';
+    const rule = { kind: 'task_type', field: 'agent_name', value: 'a', task_type: 'dev_bug_fix' };
+    const added = await call(mappings, { method: 'POST', url: mappings, payload: rule });
+    expect(added.statusCode).toBe(201);
+    expect(
+      (await call(mappings, { method: 'POST', url: mappings, payload: { kind: 'nope' } })).statusCode,
+    ).toBe(422);
+    expect((await call(mappings, { method: 'GET', url: mappings })).statusCode).toBe(200);
+    expect((await call(mappings, { method: 'GET', url: mappings, apiKey: null })).statusCode).toBe(401);
+    const mapping = '/v1/otlp/mappings/{id}';
+    const ruleId = added.json<{ id: string }>().id;
+    expect((await call(mapping, { method: 'DELETE', url: `${mappings}/${ruleId}` })).statusCode).toBe(204);
+    expect((await call(mapping, { method: 'DELETE', url: `${mappings}/${ruleId}` })).statusCode).toBe(404);
+    const runs = '/v1/otlp/unresolved-runs';
+    const listed = await call(runs, { method: 'GET', url: runs });
+    expect(listed.statusCode).toBe(200);
+    expect((await call(runs, { method: 'GET', url: `${runs}?limit=0` })).statusCode).toBe(422);
+    const retry = '/v1/otlp/unresolved-runs/retry';
+    expect((await call(retry, { method: 'POST', url: retry })).statusCode).toBe(200);
+    expect((await call(retry, { method: 'POST', url: retry, apiKey: null })).statusCode).toBe(401);
+    const run = '/v1/otlp/unresolved-runs/{id}';
+    const [unresolved] = listed.json<{ data: { id: string }[] }>().data;
+    expect((await call(run, { method: 'DELETE', url: `${runs}/${unresolved?.id}` })).statusCode).toBe(204);
+    expect((await call(run, { method: 'DELETE', url: `${runs}/${unresolved?.id}` })).statusCode).toBe(404);
 
     // Every operation answered at least one success and one error.
     const seen = checker.seen();

@@ -16,6 +16,10 @@ from .types import (
     Event,
     EventList,
     Leaderboard,
+    OtlpMappingRuleCreated,
+    OtlpMappingRuleList,
+    OtlpUnresolvedRun,
+    OtlpUnresolvedRunList,
     Report,
     Settings,
     TaskType,
@@ -274,3 +278,40 @@ class Tally:
 
     def iter_audit_log(self, *, limit: Optional[int] = None) -> Iterator[AuditEntry]:
         return self._pages(lambda c: cast(Dict[str, Any], self.list_audit_log(limit=limit, cursor=c)))
+
+    # OpenTelemetry ingest: mapping rules and unresolved runs. Exports themselves
+    # (POST /v1/traces) come from an OpenTelemetry exporter pointed at Tally, not from this client.
+
+    def list_otlp_mappings(self) -> OtlpMappingRuleList:
+        """The mapping rules, in the order they are tried."""
+        return cast(OtlpMappingRuleList, self._call("GET", "/v1/otlp/mappings"))
+
+    def create_otlp_mapping(self, kind: str, *, field: Optional[str] = None, attribute: Optional[str] = None,
+                            value: Optional[str] = None, task_type: Optional[str] = None) -> OtlpMappingRuleCreated:
+        """``kind="task_type"`` with ``field``, ``value``, ``task_type`` (and ``attribute`` for
+        ``field="resource_attribute"``); or ``kind="client_id"`` with ``attribute``. The answer's
+        ``resolved_runs`` counts the unresolved runs the rule tracked at once."""
+        body: Dict[str, Any] = {"kind": kind}
+        for name, given in (("field", field), ("attribute", attribute), ("value", value), ("task_type", task_type)):
+            if given is not None:
+                body[name] = given
+        return cast(OtlpMappingRuleCreated, self._call("POST", "/v1/otlp/mappings", body=body, retry="rate_limited"))
+
+    def delete_otlp_mapping(self, rule_id: str) -> None:
+        self._call("DELETE", f"/v1/otlp/mappings/{_seg(rule_id)}", retry="rate_limited")
+
+    def list_otlp_unresolved_runs(self, *, limit: Optional[int] = None,
+                                  cursor: Optional[str] = None) -> OtlpUnresolvedRunList:
+        query = {"limit": limit, "cursor": cursor}
+        return cast(OtlpUnresolvedRunList, self._call("GET", "/v1/otlp/unresolved-runs", query=query))
+
+    def iter_otlp_unresolved_runs(self, *, limit: Optional[int] = None) -> Iterator[OtlpUnresolvedRun]:
+        return self._pages(lambda c: cast(Dict[str, Any], self.list_otlp_unresolved_runs(limit=limit, cursor=c)))
+
+    def retry_otlp_unresolved_runs(self) -> int:
+        """Tracks the unresolved runs the rules and task types resolve now; returns how many."""
+        answer = cast(Dict[str, int], self._call("POST", "/v1/otlp/unresolved-runs/retry"))
+        return answer["resolved_runs"]
+
+    def dismiss_otlp_unresolved_run(self, run_id: str) -> None:
+        self._call("DELETE", f"/v1/otlp/unresolved-runs/{_seg(run_id)}", retry="rate_limited")

@@ -230,6 +230,46 @@ class AuditLogPage(TypedDict):
     next_cursor: Optional[str]
 
 
+class OtlpMappingRule(TypedDict):
+    """A rule from span or resource attributes to a task type (``kind="task_type"``) or a client."""
+
+    id: str
+    kind: Literal["task_type", "client_id"]
+    field: Literal["agent_name", "workflow_name", "span_name", "resource_attribute"]
+    attribute: Optional[str]
+    value: Optional[str]
+    task_type: Optional[str]
+    created_at: str
+
+
+class OtlpMappingRuleCreated(OtlpMappingRule):
+    resolved_runs: int
+
+
+class OtlpMappingRuleList(TypedDict):
+    data: List[OtlpMappingRule]
+
+
+class OtlpUnresolvedRun(TypedDict):
+    id: str
+    trace_id: str
+    span_id: str
+    agent_id: str
+    agent_name: Optional[str]
+    workflow_name: Optional[str]
+    span_name: str
+    service_name: Optional[str]
+    task_type: Optional[str]
+    reason: str
+    occurred_at: str
+    received_at: str
+
+
+class OtlpUnresolvedRunList(TypedDict):
+    data: List[OtlpUnresolvedRun]
+    next_cursor: Optional[str]
+
+
 class WebhookEnvelope(TypedDict):
     """The body of every delivery: ``data`` is an Event for ``event.created``."""
 

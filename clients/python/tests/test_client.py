@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import socket
@@ -10,6 +11,7 @@ import sys
 import threading
 import time
 import unittest
+import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
@@ -237,6 +239,35 @@ class ReportsAndAdminTest(unittest.TestCase):
         self.tally.delete_webhook(hook["id"])
         self.assertGreaterEqual(len(list(self.tally.iter_audit_log(limit=2))), 5)
         self.assertGreater(len(list(self.tally.iter_events(limit=3))), 3)
+
+    def test_otlp_mapping_rules_and_unresolved_runs(self) -> None:
+        # The export itself is an OpenTelemetry exporter's: here a hand-made OTLP/JSON one.
+        end = time.time_ns()
+        span = {"traceId": "d00dfeedd00dfeedd00dfeedd00dfeed", "spanId": "00000000000000b2", "name": "invoke_agent",
+                "startTimeUnixNano": str(end - 5_000_000_000), "endTimeUnixNano": str(end),
+                "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "invoke_agent"}},
+                               {"key": "gen_ai.agent.name", "value": {"stringValue": "py-otel-bot"}}]}
+        body = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}).encode()
+        request = urllib.request.Request(service.base_url + "/v1/traces", data=body, method="POST", headers={
+            "authorization": f"Bearer {service.api_key}", "content-type": "application/json"})
+        with urllib.request.urlopen(request) as answer:
+            self.assertEqual(answer.status, 200)
+        runs = self.tally.list_otlp_unresolved_runs()["data"]
+        self.assertEqual([r["agent_id"] for r in runs], ["py-otel-bot"])
+        rule = self.tally.create_otlp_mapping("task_type", field="agent_name", value="py-otel-bot",
+                                              task_type="dev_code_review")
+        self.assertEqual(rule["resolved_runs"], 1)
+        self.assertIn(rule["id"], [r["id"] for r in self.tally.list_otlp_mappings()["data"]])
+        self.assertEqual(list(self.tally.iter_otlp_unresolved_runs(limit=1)), [])
+        self.assertEqual(self.tally.retry_otlp_unresolved_runs(), 0)
+        self.tally.delete_otlp_mapping(rule["id"])
+        self.assertNotIn(rule["id"], [r["id"] for r in self.tally.list_otlp_mappings()["data"]])
+        with self.assertRaises(TallyError) as refused:
+            self.tally.create_otlp_mapping("task_type", field="agent_name", value="x", task_type="no_such_type")
+        self.assertEqual(refused.exception.code, "unknown_task_type")
+        with self.assertRaises(TallyError) as missing:
+            self.tally.dismiss_otlp_unresolved_run("run_01JDXXXXXXXXXXXXXXXXXXXXXX")
+        self.assertEqual(missing.exception.status, 404)
 
 
 class WebhookTest(unittest.TestCase):

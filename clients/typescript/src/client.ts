@@ -298,6 +298,54 @@ export class Tally {
       }),
   };
 
+  // OpenTelemetry ingest. Exports themselves (POST /v1/traces) come from an OpenTelemetry
+  // exporter pointed at Tally, not from this client (docs/opentelemetry.md).
+
+  readonly otlp = {
+    mappings: {
+      list: (call?: CallOptions) => this.get<T.OtlpMappingRuleList>('/v1/otlp/mappings', {}, call),
+      /** Adds a rule; `resolved_runs` counts the unresolved runs it tracked at once. */
+      create: (body: T.OtlpMappingRuleRequest, call?: CallOptions) =>
+        this.request<T.OtlpMappingRuleCreated>({
+          method: 'POST',
+          path: '/v1/otlp/mappings',
+          body,
+          retry: 'rate_limited',
+          signal: call?.signal,
+        }),
+      delete: async (id: string, call?: CallOptions): Promise<void> => {
+        await this.request<void>({
+          method: 'DELETE',
+          path: `/v1/otlp/mappings/${seg(id)}`,
+          retry: 'rate_limited',
+          signal: call?.signal,
+        });
+      },
+    },
+    unresolvedRuns: {
+      list: (query: T.PageQuery = {}, call?: CallOptions) =>
+        this.get<T.OtlpUnresolvedRunList>('/v1/otlp/unresolved-runs', query, call),
+      iterate: (query: T.PageQuery = {}) =>
+        this.pages((cursor) => this.otlp.unresolvedRuns.list({ ...query, cursor })),
+      /** Tracks the unresolved runs the rules and task types resolve now; resolves with how many. */
+      retry: (call?: CallOptions) =>
+        this.request<{ resolved_runs: number }>({
+          method: 'POST',
+          path: '/v1/otlp/unresolved-runs/retry',
+          retry: 'all',
+          signal: call?.signal,
+        }),
+      dismiss: async (id: string, call?: CallOptions): Promise<void> => {
+        await this.request<void>({
+          method: 'DELETE',
+          path: `/v1/otlp/unresolved-runs/${seg(id)}`,
+          retry: 'rate_limited',
+          signal: call?.signal,
+        });
+      },
+    },
+  };
+
   readonly auditLog = {
     list: (query: T.PageQuery = {}, call?: CallOptions) =>
       this.get<T.AuditLogPage>('/v1/audit-log', query, call),

@@ -31,6 +31,12 @@ export type CreateWebhookRequest = Schemas['CreateWebhookRequest'];
 export type UpdateWebhookRequest = Schemas['UpdateWebhookRequest'];
 export type Delivery = Schemas['Delivery'];
 export type DeliveryList = Schemas['DeliveryList'];
+export type OtlpMappingRule = Schemas['OtlpMappingRule'];
+export type OtlpMappingRuleRequest = Schemas['OtlpMappingRuleRequest'];
+export type OtlpMappingRuleCreated = Schemas['OtlpMappingRuleCreated'];
+export type OtlpMappingRuleList = Schemas['OtlpMappingRuleList'];
+export type OtlpUnresolvedRun = Schemas['OtlpUnresolvedRun'];
+export type OtlpUnresolvedRunList = Schemas['OtlpUnresolvedRunList'];
 
 /** `metadata.KEY=VALUE` report filters, as `{ KEY: VALUE }`. */
 type MetadataFilter = { metadata?: Record<string, string> };
