@@ -13,6 +13,7 @@ import { SWAGGER_OPTIONS } from './openapi.js';
 import { TailMeter, foldErrorCounts, foldLag } from '../tracking/fold.js';
 import { IngestGate } from '../tracking/ingest-gate.js';
 import { registerServiceRoutes } from './service-routes.js';
+import { registerGracefulShutdown } from './shutdown.js';
 import { registerTrackingRoutes } from '../tracking/routes.js';
 import { registerSettingsRoutes } from '../settings/routes.js';
 import { registerReportRoutes } from '../reports/routes.js';
@@ -100,23 +101,10 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
   app.setNotFoundHandler((request, reply) =>
     sendError(reply, new AppError('not_found', `No route ${request.method} ${request.url.split('?')[0]}.`)),
   );
-  // Shutting down: requests already running finish; each answer then closes its connection, so
-  // keep-alive clients let go at once instead of holding close() until their keep-alive timeout;
-  // requests that still arrive get a 503.
-  let closing = false;
-  app.addHook('preClose', async () => {
-    closing = true;
-    // A batch waiting for the folding stage is stored now, before its connection is closed.
-    app.ingestGate?.close();
-  });
   app.addHook('onRequest', async (request, reply) => {
     reply.header('X-Request-Id', request.id);
-    if (closing) throw new AppError('service_unavailable', 'The server is shutting down; retry shortly.');
   });
-  app.addHook('onSend', async (_request, reply, payload) => {
-    if (closing) reply.header('Connection', 'close');
-    return payload;
-  });
+  registerGracefulShutdown(app, deps.config.shutdownTimeoutMs);
   app.addHook('onResponse', async (request, reply) => {
     const route = request.routeOptions.url ?? 'unmatched';
     app.metrics.requests.inc({ method: request.method, route, status: String(reply.statusCode) });
