@@ -8,6 +8,7 @@ import type { AppDeps } from './app-types.js';
 import { registerAuth } from './auth.js';
 import { handleError, sendError } from './errors.js';
 import { clientErrorHandler, frameworkErrors, registerInputGuard } from './input-guard.js';
+import { serializeRequest } from './log-redaction.js';
 import { createMetrics } from './metrics.js';
 import { SWAGGER_OPTIONS } from './openapi.js';
 import { TailMeter, foldErrorCounts, foldLag } from '../tracking/fold.js';
@@ -40,13 +41,18 @@ function makeAjv(coerce: boolean): Ajv {
 }
 
 export interface BuildOptions {
-  logger?: boolean | { level: string };
+  /** false: no logs; else the level (default TALLY_LOG_LEVEL) and where they go (default stdout). */
+  logger?: false | { level: string; stream?: { write(line: string): void } };
 }
 
 export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promise<FastifyInstance> {
   const timeouts = deps.config.http;
   const app = Fastify({
-    logger: options.logger ?? { level: deps.config.logLevel },
+    // Request lines show the URL with secrets sent in its query string redacted.
+    logger:
+      options.logger === false
+        ? false
+        : { ...(options.logger ?? { level: deps.config.logLevel }), serializers: { req: serializeRequest } },
     // Slow clients (one that sends its headers and a few bytes, then stalls) must not hold a
     // connection, or shutdown, for ever. Node checks the request and header timeouts on an
     // interval (30 s by default), so it is kept well below the shortest of them.

@@ -44,6 +44,8 @@ export interface HarnessOptions {
   now?: string;
   env?: Record<string, string>;
   rateLimiter?: RateLimiter;
+  /** Where the app's logs go, at level info; none when unset. */
+  logStream?: { write(line: string): void };
 }
 
 /**
@@ -64,7 +66,7 @@ export async function createHarness(engine: Engine, options: HarnessOptions = {}
   const ctx: ServiceCtx = { db: storage.db, engine, clock, config };
   const app = await buildApp(
     { storage, config, clock, rateLimiter: options.rateLimiter ?? new MemoryRateLimiter() },
-    { logger: false },
+    { logger: options.logStream ? { level: 'info', stream: options.logStream } : false },
   );
   // Every answer of every test must be one the OpenAPI document declares (checked at close()).
   const watched = watchResponses(app);
