@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, extname, join } from 'node:path';
 import { ConfigError, type Config } from '../config.js';
 import { newSecretKey, parseSecretKey, SecretBox } from './secret-box.js';
@@ -28,17 +28,27 @@ function readKeyFile(file: string): Buffer {
 }
 
 /**
- * The key file beside a SQLite database, created on first use (mode 0600). Two processes
- * starting together: the one that loses the exclusive create reads the other's.
+ * The key file beside a SQLite database, created on first use (mode 0600). It is written whole
+ * under a name of this process's, then linked into place, which fails if the file exists: two
+ * processes starting together both end up reading the one that won, never a half-written one.
  */
-function keyFileKey(file: string): Buffer {
+function keyFileKey(file: string, announce: boolean): Buffer {
+  const draft = `${file}.${process.pid}.tmp`;
   try {
     mkdirSync(dirname(file), { recursive: true });
-    writeFileSync(file, `${newSecretKey()}\n`, { mode: 0o600, flag: 'wx' });
+    writeFileSync(draft, `${newSecretKey()}\n`, { mode: 0o600, flag: 'wx' });
+    linkSync(draft, file);
+    if (announce) {
+      process.stderr.write(
+        `Generated the key that encrypts secrets at rest: ${file} (mode 0600). Back it up apart from the database; set TALLY_SECRET_KEY to use a key of your own.\n`,
+      );
+    }
   } catch (error) {
     if ((error as { code?: string }).code !== 'EEXIST') {
       throw new ConfigError(`the key file ${file} cannot be created: ${(error as Error).message}`);
     }
+  } finally {
+    rmSync(draft, { force: true });
   }
   return readKeyFile(file);
 }
@@ -75,7 +85,10 @@ export function withSecretBox(config: Config): Config {
       : { ...config, secretBox: config.secretBox.withOpeningKeys([generated]) };
   }
   if (config.databaseUrl.startsWith('sqlite:')) {
-    const key = file === null ? Buffer.from(newSecretKey(), 'base64') : keyFileKey(keyFileOf(file));
+    const key =
+      file === null
+        ? Buffer.from(newSecretKey(), 'base64')
+        : keyFileKey(keyFileOf(file), config.logLevel !== 'silent');
     return { ...config, secretBox: new SecretBox(key) };
   }
   throw new ConfigError(

@@ -1,6 +1,8 @@
-import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import {
@@ -12,6 +14,7 @@ import {
 } from '../../src/crypto/secret-box.js';
 import { keyFileOf, withSecretBox } from '../../src/crypto/secret-keys.js';
 
+const run = promisify(execFile);
 const keyA = Buffer.alloc(32, 1);
 const keyB = Buffer.alloc(32, 2);
 
@@ -134,6 +137,23 @@ describe('withSecretBox (start-up)', () => {
     expect(own.secretBox?.keyId).not.toBe(first?.keyId);
     expect(own.secretBox?.open(sealed, 'c')).toBe('whsec_q');
   });
+
+  it('gives processes starting together on a new database one key file, never a half-written one', async () => {
+    const db = join(dir, 'race', 'tally.db');
+    const script = `
+      import { loadConfig } from './src/config.ts';
+      import { withSecretBox } from './src/crypto/secret-keys.ts';
+      const box = withSecretBox(loadConfig({ TALLY_DATABASE_URL: ${JSON.stringify(`sqlite:${db}`)}, TALLY_LOG_LEVEL: 'silent' })).secretBox;
+      process.stdout.write(box.keyId);`;
+    const ids = await Promise.all(
+      Array.from({ length: 6 }, () =>
+        run(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script]).then((r) => r.stdout),
+      ),
+    );
+    expect(new Set(ids).size).toBe(1);
+    expect(ids[0]).toBe(secretKeyId(parseSecretKey(readFileSync(keyFileOf(db), 'utf8')) ?? Buffer.alloc(0)));
+    expect(readdirSync(dirname(db))).toEqual(['tally.key']);
+  }, 60_000);
 
   it('refuses a key file others can read, or one that holds no key', () => {
     const db = join(dir, 'loose', 'tally.db');
