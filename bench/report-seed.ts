@@ -10,6 +10,7 @@
  */
 import { BUILTIN_TASK_TYPES } from '../src/catalogue/builtins.js';
 import { coarseThroughAt, monthsThroughAt, recordRollups } from '../src/reports/rollups.js';
+import { PostgresAdapter, sql } from 'kysely';
 import type { Db } from '../src/storage/db.js';
 import { writeEvents } from '../src/tracking/event-writes.js';
 import type { EventRow } from '../src/storage/schema.js';
@@ -53,6 +54,7 @@ function makeRow(
   now: number,
   rand: () => number,
   shape: Shape,
+  seq: EventRow['ingest_seq'],
 ): EventRow {
   const agent = Math.floor(rand() * AGENTS);
   const tasks = agentTasks(agent);
@@ -97,11 +99,18 @@ function makeRow(
     occurred_at: occurredAt,
     received_at: occurredAt,
     idempotency_key: null,
-    // Folded already: the seed writes the rollups with the events.
-    ingest_seq: null,
+    ingest_seq: seq,
   };
 }
 
+/**
+ * The seeded events, folded already: the seed writes their rollups and usage counts with them,
+ * and they take positions below the watermark, as the folding stage leaves them. Positions as
+ * tracking gives them, so that the planners' statistics of `ingest_seq` are those of a real
+ * events table: SQLite numbers events one by one; on PostgreSQL an event takes its transaction's
+ * id, so the seeded ones share the ids below the database's next one, in order (a test database
+ * may have used only a few thousand, about as many events per id as a batch of tracking holds).
+ */
 export async function seedEvents(
   db: Db,
   orgId: string,
@@ -110,6 +119,13 @@ export async function seedEvents(
   shape: Shape = 'specialised',
 ): Promise<void> {
   const rand = rng(7);
+  const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+  const { rows: marks } = postgres
+    ? await sql<{ next: string }>`SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS next`.execute(db)
+    : await sql<{ next: number }>`SELECT COALESCE(MAX(ingest_seq), 0) + 1 AS next FROM events`.execute(db);
+  const next = Number(marks[0]?.next ?? 1);
+  const seqOf = (i: number): EventRow['ingest_seq'] =>
+    postgres ? String(1 + Math.floor((i * (next - 1)) / total)) : next + i;
   // As the folding stage leaves them at `now`: week rows of ended weeks, month rows of ended days.
   const coarseThrough = coarseThroughAt(now);
   const monthsThrough = monthsThroughAt(now);
@@ -120,7 +136,7 @@ export async function seedEvents(
   for (let start = 0; start < total; start += ROWS_PER_TRANSACTION) {
     const rows: EventRow[] = [];
     for (let i = start; i < Math.min(total, start + ROWS_PER_TRANSACTION); i++)
-      rows.push(makeRow(i, total, orgId, now, rand, shape));
+      rows.push(makeRow(i, total, orgId, now, rand, shape, seqOf(i)));
     await db.transaction().execute(async (trx) => {
       for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) {
         await trx
@@ -131,6 +147,17 @@ export async function seedEvents(
       await recordRollups(trx, rows, 0, coarseThrough, monthsThrough);
     });
   }
+  const month = postgres
+    ? sql`to_char(to_timestamp(received_at / 1000) AT TIME ZONE 'UTC', 'YYYY-MM')`
+    : sql`strftime('%Y-%m', received_at / 1000, 'unixepoch')`;
+  await sql`
+    INSERT INTO usage_monthly (org_id, month, shard, events)
+    SELECT org_id, ${month}, 0, COUNT(*) FROM events WHERE org_id = ${orgId} GROUP BY 1, 2
+    ON CONFLICT (org_id, month, shard) DO UPDATE SET events = usage_monthly.events + excluded.events`.execute(
+    db,
+  );
+  const watermark = postgres ? sql`${String(next)}::xid8` : sql`${next + total}`;
+  await sql`UPDATE fold_state SET watermark = ${watermark}`.execute(db);
 }
 
 /**
@@ -140,7 +167,8 @@ export async function seedEvents(
 export async function seedTail(db: Db, orgId: string, now: number, total: number): Promise<string[]> {
   const rand = rng(11);
   const rows = Array.from({ length: total }, (_, i) => {
-    const row = makeRow(i, total, orgId, now, rand, 'specialised');
+    // Numbered as tracking numbers them (writeEvents).
+    const row = makeRow(i, total, orgId, now, rand, 'specialised', null);
     const at = now - Math.floor(rand() * DAY_MS);
     return { ...row, id: `evt_tail_${String(i).padStart(21, '0')}`, occurred_at: at, received_at: at };
   });

@@ -15,6 +15,8 @@
  * queries whose label matches (and skips the export and usage lines unless they match too).
  * BENCH_TAIL=N adds N events of the last 24 hours as tracking writes them, left unfolded: the
  * reports then read the rollups, plus a tail of N events (DESIGN §11); they are deleted at the end.
+ * The usage line times GET /v1/reports/usage against a COUNT(*) of the organisation's events
+ * (benchUsage).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -45,6 +47,8 @@ import {
   type Engine,
   type Storage,
 } from '../src/storage/db.js';
+import { EVENTS_SCHEMA } from '../src/storage/events-file.js';
+import { readFoldState } from '../src/storage/snapshot.js';
 import { tailState } from '../src/tracking/fold.js';
 import { seedEvents, seedTail, type Shape } from './report-seed.js';
 
@@ -265,17 +269,25 @@ async function vacuumAnalyze(db: Db, engine: Engine): Promise<void> {
   await sql`VACUUM ANALYZE ${sql.join(tables)}`.execute(db);
 }
 
-async function open(engine: Engine): Promise<{ storage: Storage; cleanup: () => Promise<void> }> {
+interface Opened {
+  storage: Storage;
+  /** Another connection to the same database (SQLite: a fresh one, which loads its statistics). */
+  reopen: () => Storage;
+  cleanup: () => Promise<void>;
+}
+
+async function open(engine: Engine): Promise<Opened> {
   const kept = `${SHAPE}_${EVENTS}`;
   if (engine === 'sqlite') {
     const dir = KEEP
       ? join(tmpdir(), `tally-bench-reports-keep-${kept}`)
       : mkdtempSync(join(tmpdir(), 'tally-bench-reports-'));
-    const storage = openStorage(`sqlite:${join(dir, 'tally.db')}`);
+    const file = `sqlite:${join(dir, 'tally.db')}`;
+    const storage = openStorage(file);
     await migrateToLatest(storage.db);
     const cleanup = async () =>
       KEEP ? console.log(`kept ${dir}`) : rmSync(dir, { recursive: true, force: true });
-    return { storage, cleanup };
+    return { storage, reopen: () => openStorage(file), cleanup };
   }
   const url = process.env.TALLY_BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
   const schema = KEEP ? `bench_reports_keep_${kept}` : `bench_reports_${process.pid}`;
@@ -294,7 +306,7 @@ async function open(engine: Engine): Promise<{ storage: Storage; cleanup: () => 
   await migrateToLatest(storage.db);
   const cleanup = async () =>
     KEEP ? console.log(`kept schema ${schema}`) : admin(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-  return { storage, cleanup };
+  return { storage, reopen: () => openStorage(url, { schema, poolSize: 4 }), cleanup };
 }
 
 /** The benchmark's organisation: the kept one (BENCH_KEEP) if it holds every event, else a new one. */
@@ -310,6 +322,14 @@ async function benchOrganization(ctx: ServiceCtx): Promise<{ id: string; seeded:
       .select((eb) => eb.fn.countAll().as('n'))
       .where('org_id', '=', existing.id)
       .executeTakeFirstOrThrow();
+    const unnumbered = await ctx.db
+      .selectFrom('events')
+      .select((eb) => eb.fn.countAll().as('n'))
+      .where('ingest_seq', 'is', null)
+      .executeTakeFirstOrThrow();
+    if (Number(unnumbered.n) > 0) {
+      throw new Error('the kept database was seeded before its events had positions (ingest_seq): delete it');
+    }
     if (Number(events.n) !== EVENTS) {
       throw new Error(
         `the kept database holds ${events.n} events, not ${EVENTS} (a seed cut short?): delete it`,
@@ -322,9 +342,72 @@ async function benchOrganization(ctx: ServiceCtx): Promise<{ id: string; seeded:
 }
 
 const fmt = (ms: number) => ms.toFixed(1).padStart(8);
+const ratio = (r: number) => r.toFixed(r < 1 ? 2 : 1);
+
+/**
+ * GET /v1/reports/usage (getUsage): the counts folded into usage_monthly plus the organisation's
+ * tail. Next to it, interleaved: COUNT(*) of all the organisation's events (the reference: what a
+ * read that walks the organisation's history costs at least) and COUNT(*) of the whole tail (what
+ * reading only the tail costs at least). A usage read that seeks the tail from the watermark costs
+ * about the second, whatever the organisation's history; one that walks the history costs more
+ * than the first. Run with BENCH_TAIL for a tail.
+ *
+ * SQLite is timed as the service runs it: without statistics of the events file, which only the
+ * benchmark's ANALYZE (vacuumAnalyze) wrote and the service never does. They are deleted, and read
+ * on a fresh connection (a connection reads them once); the next run's ANALYZE writes them again.
+ */
+async function benchUsage(base: OrgCtx, reopen: () => Storage): Promise<void> {
+  if (base.engine === 'sqlite') {
+    for (const stat of ['sqlite_stat1', 'sqlite_stat4']) {
+      const table = sql.table(`${EVENTS_SCHEMA}.${stat}`);
+      const { rows } = await sql<{ n: number }>`
+        SELECT COUNT(*) AS n FROM ${sql.table(`${EVENTS_SCHEMA}.sqlite_master`)} WHERE name = ${stat}`.execute(
+        base.db,
+      );
+      if (Number(rows[0]?.n) > 0) await sql`DELETE FROM ${table} WHERE tbl = 'events'`.execute(base.db);
+    }
+  }
+  const storage = reopen();
+  try {
+    const ctx: OrgCtx = { ...base, db: storage.db };
+    const watermark = (await readFoldState(ctx.db)).watermark;
+    const after = ctx.engine === 'postgres' ? sql`${String(watermark)}::xid8` : sql`${watermark}`;
+    const history = sql`SELECT COUNT(*) AS n FROM events WHERE org_id = ${ctx.org.id}`;
+    const tail = sql`SELECT COUNT(*) AS n FROM events WHERE ingest_seq >= ${after}`;
+    const usage = await getUsage({ ctx });
+    const timed = await timeRuns(
+      () => getUsage({ ctx }),
+      () => history.execute(ctx.db),
+      () => tail.execute(ctx.db),
+    );
+    console.log(
+      `\n| usage (${usage.lifetime_events.toLocaleString('en')} events, ${TAIL.toLocaleString('en')} in the tail) | p50 ms | p95 ms | COUNT(*) of the org's events p50 | p95 | ratio (p50) | COUNT(*) of the tail p50 | p95 |`,
+    );
+    console.log(`|---|---:|---:|---:|---:|---:|---:|---:|`);
+    console.log(
+      `| usage | ${fmt(timed.served.p50)} | ${fmt(timed.served.p95)} | ${fmt(timed.raw.p50)} | ${fmt(timed.raw.p95)} | ${ratio(timed.raw.p50 / timed.served.p50)}× | ${fmt(timed.floor.p50)} | ${fmt(timed.floor.p95)} |`,
+    );
+  } finally {
+    await storage.close();
+  }
+}
+
+/** Peak memory of streaming a large export, next to the same report built in memory. */
+async function bigExport(ctx: OrgCtx, label: string): Promise<void> {
+  const big = report('export', 'agent,task_type,client,week', '90d', 'hours_saved').input;
+  let written = { rows: 0, bytes: 0 };
+  const streamed = await peakRss(async () => {
+    written = await exportRows(ctx, big);
+  });
+  const materialised = await peakRss(() => buildReport({ ctx, input: big }));
+  console.log(
+    `\n${label}: ${written.rows.toLocaleString('en')} rows, ${(written.bytes / 2 ** 20).toFixed(1)} MiB CSV; ` +
+      `peak RSS +${streamed.toFixed(0)} MiB streamed (the same report built in memory: +${materialised.toFixed(0)} MiB)`,
+  );
+}
 
 async function run(engine: Engine): Promise<void> {
-  const { storage, cleanup } = await open(engine);
+  const { storage, reopen, cleanup } = await open(engine);
   let tailIds: string[] = [];
   try {
     const clock = new ManualClock(NOW);
@@ -385,23 +468,9 @@ async function run(engine: Engine): Promise<void> {
       const exported = await time(RUNS, () => exportRows(ctx, exportInput));
       console.log(`| ${exportLabel} | ${fmt(exported.p50)} | ${fmt(exported.p95)} | | | |`);
     }
-    if (selected('usage')) {
-      const usage = await time(RUNS, () => getUsage({ ctx }));
-      console.log(`| usage | ${fmt(usage.p50)} | ${fmt(usage.p95)} | | | |`);
-    }
-
     const bigLabel = 'export agent,task_type,client,week 90d';
-    if (!selected(bigLabel)) return;
-    const big = report('export', 'agent,task_type,client,week', '90d', 'hours_saved').input;
-    let written = { rows: 0, bytes: 0 };
-    const streamed = await peakRss(async () => {
-      written = await exportRows(ctx, big);
-    });
-    const materialised = await peakRss(() => buildReport({ ctx, input: big }));
-    console.log(
-      `\n${bigLabel}: ${written.rows.toLocaleString('en')} rows, ${(written.bytes / 2 ** 20).toFixed(1)} MiB CSV; ` +
-        `peak RSS +${streamed.toFixed(0)} MiB streamed (the same report built in memory: +${materialised.toFixed(0)} MiB)`,
-    );
+    if (selected(bigLabel)) await bigExport(ctx, bigLabel);
+    if (selected('usage')) await benchUsage(ctx, reopen);
   } finally {
     // The tail's events go, so that a kept database holds the seeded events only.
     for (let i = 0; i < tailIds.length; i += 1000) {

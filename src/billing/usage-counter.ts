@@ -1,5 +1,7 @@
 import { PostgresAdapter, sql } from 'kysely';
-import type { DbOrTrx } from '../storage/db.js';
+import type { DbOrTrx, Engine } from '../storage/db.js';
+import type { IngestSeq } from '../storage/snapshot.js';
+import { orgEventsBySeq, tailCondition, type TailMark } from '../storage/tail.js';
 import { insertRows } from '../storage/insert-rows.js';
 
 /** Events to add to an organisation's month, in one shard of its counter. */
@@ -25,31 +27,35 @@ export function monthRange(month: string): [number, number] {
 /**
  * The organisation's events of `month` (by time of receipt) and of all time, exact and in one
  * snapshot (one statement): the counts folded into usage_monthly up to the watermark plus the
- * events of the tail after it (DESIGN §11). `watermark` is the one read in the caller's
- * snapshot, or null to read it in this statement.
+ * events of the tail after it (DESIGN §11), read from the watermark on (storage/tail.ts).
+ * `mark` is the watermark read in the caller's snapshot, or fold part 1's for this statement to
+ * read itself.
  */
+function usageCountsQuery(engine: Engine, orgId: string, month: string, mark: TailMark) {
+  const [from, to] = monthRange(month);
+  const tail = orgEventsBySeq(engine, orgId, tailCondition(engine, mark));
+  return sql<{ month_folded: unknown; month_tail: unknown; all_folded: unknown; all_tail: unknown }>`
+    SELECT
+      (SELECT COALESCE(SUM(events), 0) FROM usage_monthly WHERE org_id = ${orgId} AND month = ${month}) AS month_folded,
+      t.month_tail,
+      (SELECT COALESCE(SUM(events), 0) FROM usage_monthly WHERE org_id = ${orgId}) AS all_folded,
+      t.all_tail
+    FROM (
+      SELECT COUNT(*) AS all_tail,
+        COALESCE(SUM(CASE WHEN received_at >= ${from} AND received_at < ${to} THEN 1 ELSE 0 END), 0) AS month_tail
+      FROM ${tail}
+    ) AS t`;
+}
+
+/** usageCountsQuery's counts (`mark`: the watermark read in the caller's snapshot, or part 1's). */
 export async function usageCounts(
   db: DbOrTrx,
   orgId: string,
   month: string,
-  watermark: string | number | null = null,
+  mark: TailMark,
 ): Promise<{ month: number; lifetime: number }> {
-  const [from, to] = monthRange(month);
-  const mark = watermark === null ? sql`(SELECT watermark FROM fold_state WHERE id = 1)` : sql`${watermark}`;
-  const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
-  const seq = postgres && watermark !== null ? sql`${mark}::xid8` : mark;
-  const tail = sql`FROM events WHERE org_id = ${orgId} AND ingest_seq >= ${seq}`;
-  const { rows } = await sql<{
-    month_folded: unknown;
-    month_tail: unknown;
-    all_folded: unknown;
-    all_tail: unknown;
-  }>`
-    SELECT
-      (SELECT COALESCE(SUM(events), 0) FROM usage_monthly WHERE org_id = ${orgId} AND month = ${month}) AS month_folded,
-      (SELECT COUNT(*) ${tail} AND received_at >= ${from} AND received_at < ${to}) AS month_tail,
-      (SELECT COALESCE(SUM(events), 0) FROM usage_monthly WHERE org_id = ${orgId}) AS all_folded,
-      (SELECT COUNT(*) ${tail}) AS all_tail`.execute(db);
+  const engine: Engine = db.getExecutor().adapter instanceof PostgresAdapter ? 'postgres' : 'sqlite';
+  const { rows } = await usageCountsQuery(engine, orgId, month, mark).execute(db);
   const row = rows[0];
   return {
     month: Number(row?.month_folded ?? 0) + Number(row?.month_tail ?? 0),
@@ -71,10 +77,17 @@ export async function admitCapped(
   n: number,
   cap: number,
 ): Promise<number> {
+  // The count reads the watermark in its own statement: on PostgreSQL each statement of the
+  // track transaction sees its own snapshot, and the stage may fold meanwhile. The lock's
+  // statement reads it too, for the count's seek to be planned from (storage/tail.ts TailMark).
+  let floor: IngestSeq | null = null;
   if (db.getExecutor().adapter instanceof PostgresAdapter) {
-    await sql`SELECT pg_advisory_xact_lock(${CAP_LOCK_CLASS}, hashtext(${orgId}))`.execute(db);
+    const { rows } = await sql<{ watermark: string }>`
+      SELECT pg_advisory_xact_lock(${CAP_LOCK_CLASS}, hashtext(${orgId})),
+        (SELECT watermark FROM fold_state WHERE id = 1)::text AS watermark`.execute(db);
+    floor = rows[0]?.watermark ?? null;
   }
-  const counted = (await usageCounts(db, orgId, month)).month;
+  const counted = (await usageCounts(db, orgId, month, { part: 1, floor })).month;
   return Math.max(0, Math.min(n, cap - counted));
 }
 

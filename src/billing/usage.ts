@@ -12,7 +12,7 @@ export async function getUsage({ ctx }: { ctx: OrgCtx }) {
   const now = ctx.clock.now();
   const month = usageMonth(now);
   const { month: thisMonth, lifetime } = await inSnapshot(ctx.db, ctx.engine, (db: DbOrTrx, fold) =>
-    usageCounts(db, ctx.org.id, month, fold.watermark),
+    usageCounts(db, ctx.org.id, month, { watermark: fold.watermark }),
   );
   const plan = ctx.config.plans[ctx.org.plan];
   const included = plan.included_events_per_month;

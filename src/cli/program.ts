@@ -87,12 +87,15 @@ export function buildCli(): Command {
 
   program
     .command('serve')
-    .description('Run the HTTP API (and the delivery worker unless TALLY_ROLE=api)')
+    .summary('Run the HTTP API and dashboard, and the background work unless TALLY_ROLE=api')
+    .description(
+      'Run the HTTP API, the dashboard and the API reference; unless TALLY_ROLE=api, also the background work of `tally worker` (folding stage, webhook delivery, scheduler)',
+    )
     .action(() => runUntilSignal(loadConfig(), 'finishing in-flight requests'));
 
   program
     .command('migrate')
-    .description('Apply pending database migrations')
+    .description('Apply pending database migrations (serve and worker apply them too)')
     .option('--json', 'machine-readable output', false)
     .action(async (opts: { json: boolean }) => {
       const config = loadConfig();
@@ -110,6 +113,7 @@ export function buildCli(): Command {
   const orgs = program.command('orgs').description('Manage organisations');
   orgs
     .command('create')
+    .description('Create an organisation and its first API key (admin scope), printed once')
     .requiredOption('--name <name>', 'organisation name')
     .option('--plan <plan>', 'free, pro or enterprise', plan, 'free' as PlanName)
     .option('--currency <code>', 'ISO 4217 currency', 'EUR')
@@ -145,6 +149,7 @@ export function buildCli(): Command {
     );
   orgs
     .command('list')
+    .description('List the organisations: id, plan, currency, name')
     .option('--json', 'machine-readable output', false)
     .action(async (opts: { json: boolean }) => {
       const list = await withCtx((ctx) => listOrganizations({ ctx }));
@@ -154,6 +159,7 @@ export function buildCli(): Command {
     });
   orgs
     .command('set-plan')
+    .description("Change an organisation's plan")
     .requiredOption('--org <id>', 'organisation id')
     .requiredOption('--plan <plan>', 'free, pro or enterprise', plan)
     .option('--json', 'machine-readable output', false)
@@ -163,6 +169,7 @@ export function buildCli(): Command {
     });
   orgs
     .command('update')
+    .description("Change an organisation's default hourly rate or fallback baseline")
     .requiredOption('--org <id>', 'organisation id')
     .option('--hourly-rate <rate>', 'default hourly rate', number)
     .option('--fallback-baseline-minutes <minutes>', 'baseline for unknown task types ("off" to unset)')
@@ -189,6 +196,7 @@ export function buildCli(): Command {
   const keys = program.command('keys').description('Manage API keys');
   keys
     .command('create')
+    .description('Create an API key for an organisation, printed once')
     .requiredOption('--org <id>', 'organisation id')
     .option('--name <name>', 'a label for the key')
     .addOption(
@@ -206,6 +214,7 @@ export function buildCli(): Command {
     });
   keys
     .command('list')
+    .description("List an organisation's keys: id, scope, active or revoked, created, name")
     .requiredOption('--org <id>', 'organisation id')
     .option('--json', 'machine-readable output', false)
     .action(async (opts: { org: string; json: boolean }) => {
@@ -219,6 +228,7 @@ export function buildCli(): Command {
     });
   keys
     .command('revoke')
+    .description('Revoke a key by its id; requests with it answer key_revoked from then on')
     .argument('<key_id>', 'the 8-character key id')
     .option('--json', 'machine-readable output', false)
     .action(async (keyId: string, opts: { json: boolean }) => {
@@ -231,7 +241,19 @@ export function buildCli(): Command {
 
   program
     .command('worker')
-    .description('Run only the webhook delivery worker and scheduler (digests, e-mail)')
+    .summary('Run the background work only: folding stage, webhook delivery, scheduler')
+    .description(
+      'Run the background work without HTTP: the folding stage (report rollups, usage and the webhook messages of tracked events), the webhook delivery worker and the scheduler (digests, e-mail)',
+    )
+    .addHelpText(
+      'after',
+      [
+        '',
+        'Without a folding stage running somewhere, tracked events are never folded: their webhooks are never',
+        'sent and reports read them raw, ever more slowly. A deployment whose `tally serve` processes all run',
+        'with TALLY_ROLE=api needs at least one `tally worker`.',
+      ].join('\n'),
+    )
     .action(() => runUntilSignal({ ...loadConfig(), role: 'worker' }, 'finishing deliveries in flight'));
 
   const digests = program.command('digests').description('Weekly digest webhooks');

@@ -1,4 +1,5 @@
-import { html, raw, type SafeHtml } from './html.js';
+import { placeLabels, textWidth, valueAxis } from './chart-text.js';
+import { html, type SafeHtml } from './html.js';
 
 export interface Series {
   name: string;
@@ -7,134 +8,152 @@ export interface Series {
   values: number[];
 }
 
-const W = 720;
-const H = 260;
-const PAD = { top: 16, right: 16, bottom: 36, left: 72 };
-
-function niceMax(max: number): number {
-  if (max <= 0) return 1;
-  const exp = 10 ** Math.floor(Math.log10(max));
-  for (const step of [1, 2, 2.5, 5, 10]) if (step * exp >= max) return step * exp;
-  return 10 * exp;
+/**
+ * One drawing of a chart for a range of container widths. An SVG scales its text with its
+ * viewBox, so a single drawing is either unreadable on a phone or oversized on a desktop, and
+ * a font size changed by CSS no longer matches the layout: the server draws each chart at a few
+ * widths, each laid out for its own text, and a container query shows the one that fits
+ * (`.chart` in dashboard.css). `ranges` are the CSS classes of the container widths it serves.
+ */
+export interface Variant {
+  ranges: string;
+  width: number;
+  height: number;
+  fontSize: number;
+  /** Axis values in the short form (€1.2K) where the width is scarce. */
+  compact: boolean;
+  maxTicks: number;
 }
 
-/**
- * A line chart drawn on the server: no script, no inline style (the CSP allows neither), sized
- * by its viewBox so it scales with its container. Its text alternative is the table beside it.
- */
-export function lineChart(input: {
+const LINE_VARIANTS: Variant[] = [
+  { ranges: 'c-narrow', width: 340, height: 230, fontSize: 12, compact: true, maxTicks: 5 },
+  { ranges: 'c-medium', width: 600, height: 270, fontSize: 12, compact: false, maxTicks: 5 },
+  { ranges: 'c-wide', width: 900, height: 310, fontSize: 12, compact: false, maxTicks: 6 },
+];
+
+export interface LineChartInput {
   labels: string[];
   series: Series[];
   formatValue: (n: number) => string;
+  /** The short form of a value for the axis of a narrow chart (`€1.2K`). */
+  formatCompact: (n: number) => string;
   title: string;
   tableId: string;
-}): SafeHtml {
+  /** A count: whole ticks only. */
+  wholeNumbers?: boolean;
+  /** The first or last point stands for a bucket only partly in the period: drawn dotted. */
+  partial?: { first: boolean; last: boolean; note: string };
+}
+
+function lineSvg(input: LineChartInput, v: Variant): SafeHtml {
+  const fs = v.fontSize;
   const n = input.labels.length;
-  const max = niceMax(Math.max(0, ...input.series.flatMap((s) => s.values)));
-  const innerW = W - PAD.left - PAD.right;
-  const innerH = H - PAD.top - PAD.bottom;
-  const x = (i: number) => PAD.left + (n <= 1 ? innerW / 2 : (i * innerW) / (n - 1));
-  const y = (v: number) => PAD.top + innerH - (v / max) * innerH;
-  const grid = [0, 0.25, 0.5, 0.75, 1].map((f) => {
-    const v = max * f;
-    return html`<line class="grid" x1="${PAD.left}" x2="${W - PAD.right}" y1="${y(v)}" y2="${y(v)}" />
-      <text class="axis" x="${PAD.left - 8}" y="${y(v) + 4}" text-anchor="end"
-        >${input.formatValue(v)}</text
-      >`;
-  });
-  const every = Math.max(1, Math.ceil(n / 8));
-  // The last label is always shown; the regular one before it only when they cannot touch.
-  const ticks = input.labels.map((label, i) =>
-    (i % every === 0 && (i === n - 1 || n - 1 - i >= every / 2 + 0.5)) || i === n - 1
-      ? html`<text
-          class="axis"
-          x="${x(i)}"
-          y="${H - 12}"
-          text-anchor="${i === 0 && n > 1 ? 'start' : i === n - 1 && n > 1 ? 'end' : 'middle'}"
-          >${label}</text
-        >`
-      : '',
+  const values = input.series.flatMap((s) => s.values);
+  const { ticks } = valueAxis(
+    Math.min(0, ...values),
+    Math.max(0, ...values),
+    v.maxTicks,
+    input.wholeNumbers ? 1 : 0,
   );
+  const low = ticks[0] ?? 0;
+  const high = ticks[ticks.length - 1] ?? 1;
+  const format = v.compact ? input.formatCompact : input.formatValue;
+  const tickLabels = ticks.map(format);
+  // The left margin is the widest value label and its gap: no currency sign is cut off.
+  const left = Math.ceil(Math.max(...tickLabels.map((t) => textWidth(t, fs)))) + 12;
+  const right = 12;
+  const top = fs;
+  const bottom = 2 * fs + 10;
+  const innerW = v.width - left - right;
+  const innerH = v.height - top - bottom;
+  const x = (i: number) => left + (n <= 1 ? innerW / 2 : (i * innerW) / (n - 1));
+  const y = (value: number) => top + innerH - ((value - low) / (high - low)) * innerH;
+  const grid = ticks.map(
+    (t, i) =>
+      html`<line
+          class="${t === 0 ? 'grid zero' : 'grid'}"
+          x1="${left}"
+          x2="${v.width - right}"
+          y1="${y(t)}"
+          y2="${y(t)}"
+        />
+        <text class="axis y" x="${left - 8}" y="${(y(t) + fs * 0.35).toFixed(1)}" text-anchor="end"
+          >${tickLabels[i]}</text
+        >`,
+  );
+  const xs = input.labels.map((_, i) => x(i));
+  const placed = placeLabels({ labels: input.labels, xs, width: v.width, fontSize: fs, gap: fs });
+  const xLabels = placed.map(
+    (p) =>
+      html`<text class="axis x" x="${p.x.toFixed(1)}" y="${v.height - fs * 0.5}" text-anchor="middle"
+        >${p.text}</text
+      >`,
+  );
+  // Dots as far apart as their size allows: closer than that they only blur the line.
+  const spacing = n <= 1 ? innerW : innerW / (n - 1);
+  const radius = spacing >= 12 ? 3 : spacing >= 6 ? 2 : 0;
+  const partialFirst = n >= 2 && (input.partial?.first ?? false);
+  const partialLast = n >= 2 && (input.partial?.last ?? false);
+  const isPartial = (i: number) => (partialFirst && i === 0) || (partialLast && i === n - 1);
   const lines = input.series.map((s) => {
-    const points = s.values.map((v, i) => `${x(i).toFixed(1)},${y(v).toFixed(1)}`).join(' ');
-    const dots = s.values.map(
-      (v, i) =>
-        html`<circle class="${s.className}" cx="${x(i).toFixed(1)}" cy="${y(v).toFixed(1)}" r="3">
-          <title>${input.labels[i]}: ${s.name} ${input.formatValue(v)}</title>
-        </circle>`,
+    const path = (from: number, to: number) =>
+      s.values
+        .slice(from, to + 1)
+        .map((value, k) => `${x(from + k).toFixed(1)},${y(value).toFixed(1)}`)
+        .join(' ');
+    const whole = html`<polyline
+      class="${s.className}"
+      points="${path(partialFirst ? 1 : 0, partialLast ? n - 2 : n - 1)}"
+    />`;
+    const ends = [
+      partialFirst ? html`<polyline class="${s.className} partial" points="${path(0, 1)}" />` : '',
+      partialLast ? html`<polyline class="${s.className} partial" points="${path(n - 2, n - 1)}" />` : '',
+    ];
+    const dots = s.values.map((value, i) =>
+      radius === 0
+        ? ''
+        : html`<circle
+            class="${isPartial(i) ? `${s.className} partial` : s.className}"
+            cx="${x(i).toFixed(1)}"
+            cy="${y(value).toFixed(1)}"
+            r="${radius}"
+          >
+            <title>
+              ${input.labels[i]}${isPartial(i) ? ' (partial)' : ''}: ${s.name} ${input.formatValue(value)}
+            </title>
+          </circle>`,
     );
-    return html`<polyline class="${s.className}" points="${points}" />${dots}`;
+    return html`${whole}${ends}${dots}`;
   });
+  const titleId = `${input.tableId}-title-${v.width}`;
+  return html`<svg
+    class="${v.ranges}"
+    viewBox="0 0 ${v.width} ${v.height}"
+    font-size="${fs}"
+    role="img"
+    aria-labelledby="${titleId}"
+    aria-describedby="${input.tableId}"
+  >
+    <title id="${titleId}">${input.title}</title>
+    ${grid}${xLabels}${lines}
+  </svg>`;
+}
+
+/**
+ * A line chart drawn on the server: no script, no inline style (the CSP allows neither). Its
+ * text alternative is the table beside it.
+ */
+export function lineChart(input: LineChartInput): SafeHtml {
   const legend = input.series.map(
     (s) => html`<li><span class="key ${s.className}" aria-hidden="true"></span>${s.name}</li>`,
   );
   return html`<figure class="chart">
-    <svg
-      viewBox="0 0 ${W} ${H}"
-      role="img"
-      aria-labelledby="${input.tableId}-title"
-      aria-describedby="${input.tableId}"
-    >
-      <title id="${input.tableId}-title">${input.title}</title>
-      ${grid}${ticks}${lines}
-    </svg>
+    ${LINE_VARIANTS.map((v) => lineSvg(input, v))}
     <figcaption>
       <ul class="legend">
         ${legend}
       </ul>
+      ${input.partial && (input.partial.first || input.partial.last) ? html`<p class="muted partial-note">${input.partial.note}</p>` : ''}
     </figcaption>
-  </figure>`;
-}
-
-/** Horizontal bars for a ranked report (one metric), labels escaped. */
-export function barChart(input: {
-  labels: string[];
-  values: number[];
-  formatValue: (n: number) => string;
-  title: string;
-  tableId: string;
-}): SafeHtml {
-  const rows = input.labels.slice(0, 20);
-  const values = input.values.slice(0, 20);
-  // Narrower than the line chart: it sits beside its table, so its text must stay legible there.
-  const width = 420;
-  const barH = 20;
-  const gap = 8;
-  const labelW = 140;
-  const valueW = 90;
-  const height = Math.max(1, rows.length) * (barH + gap) + gap;
-  const maxAbs = Math.max(1e-9, ...values.map((v) => Math.abs(v)));
-  const span = width - labelW - valueW;
-  const bars = rows.map((label, i) => {
-    const v = values[i] ?? 0;
-    const w = Math.max(1, (Math.abs(v) / maxAbs) * span);
-    const top = gap + i * (barH + gap);
-    const shown = label.length > 20 ? `${label.slice(0, 19)}…` : label;
-    return html`<g>
-      <text class="axis" x="${labelW - 8}" y="${top + barH / 2 + 4}" text-anchor="end">${shown}</text>
-      <rect
-        class="${v < 0 ? 'bar negative' : 'bar'}"
-        x="${labelW}"
-        y="${top}"
-        width="${w.toFixed(1)}"
-        height="${barH}"
-        rx="3"
-      >
-        <title>${label}: ${input.formatValue(v)}</title>
-      </rect>
-      <text class="value" x="${labelW + w + 6}" y="${top + barH / 2 + 4}">${input.formatValue(v)}</text>
-    </g>`;
-  });
-  return html`<figure class="chart">
-    <svg
-      viewBox="0 0 ${width} ${height}"
-      role="img"
-      aria-labelledby="${input.tableId}-title"
-      aria-describedby="${input.tableId}"
-    >
-      <title id="${input.tableId}-title">${input.title}</title>
-      ${bars}
-    </svg>
-    ${input.labels.length > 20 ? html`<figcaption class="muted">The first 20 rows of the table.</figcaption>` : raw('')}
   </figure>`;
 }

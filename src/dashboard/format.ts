@@ -15,6 +15,30 @@ export function money(value: number, currency: string): string {
   return format.format(value);
 }
 
+const compactMoneyFormats = new Map<string, Intl.NumberFormat>();
+
+/** `€1.25K`: a chart axis's short form of money, where the width is scarce. */
+export function moneyCompact(value: number, currency: string): string {
+  let format = compactMoneyFormats.get(currency);
+  if (!format) {
+    format = new Intl.NumberFormat('en-US', {
+      style: 'currency',
+      currency,
+      notation: 'compact',
+      maximumSignificantDigits: 3,
+    });
+    compactMoneyFormats.set(currency, format);
+  }
+  return format.format(value);
+}
+
+const compactFormat = new Intl.NumberFormat('en-US', { notation: 'compact', maximumSignificantDigits: 3 });
+
+/** `12.5K`: a chart axis's short form of a count or of hours. */
+export function compact(value: number): string {
+  return compactFormat.format(value);
+}
+
 const hoursFormat = new Intl.NumberFormat('en-US', { minimumFractionDigits: 1, maximumFractionDigits: 1 });
 const countFormat = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
 const decimalFormat = new Intl.NumberFormat('en-US', { maximumFractionDigits: 6 });
@@ -57,4 +81,43 @@ export function change(
   if (Math.abs(pct) < 0.05) return { text: 'no change', direction: 'flat' };
   const text = `${pct > 0 ? '+' : '−'}${hoursFormat.format(Math.abs(pct))}%`;
   return { text, direction: pct > 0 ? 'up' : 'down' };
+}
+
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+
+/**
+ * A chart's date labels from report bucket keys (`2026-10-21`, or `2026-10` for months): `Oct 21`,
+ * `Oct`; with the year when the keys span more than one year, as words read faster than ISO dates.
+ */
+export function bucketLabels(keys: readonly string[]): string[] {
+  const years = new Set(keys.map((k) => k.slice(0, 4)));
+  const withYear = years.size > 1;
+  return keys.map((key) => {
+    const month = MONTHS[Number(key.slice(5, 7)) - 1];
+    if (month === undefined) return key;
+    if (key.length === 7) return withYear ? `${month} ${key.slice(0, 4)}` : month;
+    const day = String(Number(key.slice(8, 10)));
+    return withYear ? `${month} ${day}, ${key.slice(0, 4)}` : `${month} ${day}`;
+  });
+}
+
+const LONG_MONTHS = [
+  'January',
+  'February',
+  'March',
+  'April',
+  'May',
+  'June',
+  'July',
+  'August',
+  'September',
+  'October',
+  'November',
+  'December',
+];
+
+/** `2026-11` → `November 2026`. */
+export function monthName(month: string): string {
+  const name = LONG_MONTHS[Number(month.slice(5, 7)) - 1];
+  return name === undefined ? month : `${name} ${month.slice(0, 4)}`;
 }

@@ -70,6 +70,7 @@ export function page(input: PageInput): string {
           <h1>${input.title}</h1>
           ${input.flash === null ? '' : html`<p class="notice" role="status">${input.flash}</p>`}
           ${input.body}
+          <footer class="muted"><a href="/reference">API reference</a></footer>
         </main>
       </body>
     </html>`.text

@@ -22,6 +22,7 @@ import { registerCatalogueRoutes } from '../catalogue/routes.js';
 import { registerAuditRoutes } from '../audit/routes.js';
 import { registerWebhookRoutes } from '../webhooks/routes.js';
 import { registerDashboard } from '../dashboard/routes.js';
+import { registerReference } from '../reference/routes.js';
 
 const addFormats = addFormatsModule.default;
 export const BODY_LIMIT_BYTES = 64 * 1024;
@@ -129,5 +130,6 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     registerWebhookRoutes(v1);
   });
   await registerDashboard(app);
+  registerReference(app);
   return app;
 }

@@ -1,5 +1,6 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { DbOrTrx, Engine } from '../storage/db.js';
+import { orgEventsBySeq, tailCondition, type TailMark } from '../storage/tail.js';
 import { NUMBER_TEXT, type Dimension, type Metric, type ReportFilters } from './params.js';
 import { KEYED, type Source } from './plan.js';
 import { DAY_MS, SUMS, clientKey, grainColumn, sumColumn } from './rollups.js';
@@ -93,16 +94,13 @@ function metadataMatch(engine: Engine, key: string, value: string): RawBuilder<u
 }
 
 /**
- * The tail's condition: events not folded yet into the rollups of the report's grain
- * (`ingest_seq >= watermark` of its fold part, fold.ts).
+ * Where the tail starts: the watermark of the report's fold part (rollups.ts FOLD_PARTS), read
+ * in the report's snapshot, or by the statement itself above a floor (exports; storage/tail.ts).
  */
-function tailCondition(spec: AggregateSpec, source: Extract<Source, { kind: 'tail' }>): RawBuilder<unknown> {
-  const { watermark } = source;
-  if (watermark === null)
-    return sql`ingest_seq >= (SELECT watermark FROM fold_state WHERE id = ${source.part})`;
-  return spec.engine === 'postgres'
-    ? sql`ingest_seq >= ${String(watermark)}::xid8`
-    : sql`ingest_seq >= ${watermark}`;
+function tailMark(source: Extract<Source, { kind: 'tail' }>): TailMark {
+  return source.watermark === null
+    ? { part: source.part, floor: source.floor }
+    : { watermark: source.watermark };
 }
 
 function rawConditions(
@@ -115,7 +113,6 @@ function rawConditions(
     sql`occurred_at >= ${source.from}`,
     sql`occurred_at < ${source.to}`,
   ];
-  if (source.kind === 'tail') where.push(tailCondition(spec, source));
   if (filters.agentId !== undefined) where.push(sql`agent_id = ${filters.agentId}`);
   if (filters.taskType !== undefined) where.push(sql`task_type = ${filters.taskType}`);
   if (filters.clientId !== undefined) where.push(sql`client_id = ${filters.clientId}`);
@@ -126,26 +123,16 @@ function rawConditions(
 
 /**
  * The events a raw piece reads, and through which index.
- * - The tail is short (the stage keeps up) and may span the whole window: it is read through
- *   events_ingest_seq. On PostgreSQL, from a subquery of its own (OFFSET 0 keeps the planner from
- *   merging it): with statistics older than today's events, PostgreSQL guessed one event in the
- *   window and walked events_org_occurred, filtering every event of the day (a 24-hour report
- *   on a day of 70,000 events with 1,000 in the tail: 53 → 6 ms). The subquery keeps the
- *   organisation, so that another organisation's long tail (a backfill) can still be left for
- *   an index by organisation when the planner estimates it so.
- *   A tail whose watermark the statement reads itself (exports) is left to the planner, which
- *   then guesses a third of the table and must not be fenced into a scan of it.
+ * - The tail (events not folded yet) is short while the stage keeps up and may span the whole
+ *   window: it is read from the watermark on, through events_ingest_seq (storage/tail.ts).
  * - SQLite reads a window by time (events_org_occurred): left to itself, its planner may walk
  *   the organisation's events by id to save a sort, reading all of them. (The events have no
  *   index by agent or task type since migration 0014: a filter by either narrows inside the
  *   window.)
  */
 function rawFrom(spec: AggregateSpec, source: Exclude<Source, { kind: 'rollup' }>): RawBuilder<unknown> {
-  if (source.kind === 'tail') {
-    if (spec.engine === 'sqlite') return sql`events INDEXED BY events_ingest_seq`;
-    if (source.watermark === null) return sql`events`;
-    return sql`(SELECT * FROM events WHERE org_id = ${spec.orgId} AND ${tailCondition(spec, source)} OFFSET 0) AS events`;
-  }
+  if (source.kind === 'tail')
+    return orgEventsBySeq(spec.engine, spec.orgId, tailCondition(spec.engine, tailMark(source)));
   return spec.engine === 'sqlite' ? sql`events INDEXED BY events_org_occurred` : sql`events`;
 }
 

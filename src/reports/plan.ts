@@ -17,12 +17,21 @@ import type { IngestSeq } from '../storage/snapshot.js';
  * One piece of a report's window, added (sign 1) or taken away (sign −1): rollup buckets whose
  * first day is in [fromDay, toDay), raw events of a time span [from, to), or the tail: the
  * events of a time span not folded into the rollups yet (`ingest_seq >= watermark`; a null
- * watermark is read in the report's own statement).
+ * watermark is read in the report's own statement, at or above `floor`).
  */
 export type Source =
   | { kind: 'rollup'; grain: Grain; bucket: Bucket; fromDay: number; toDay: number; sign: 1 | -1 }
   | { kind: 'raw'; from: number; to: number; sign: 1 | -1 }
-  | { kind: 'tail'; from: number; to: number; sign: 1; watermark: IngestSeq | null; part: FoldPartId };
+  | {
+      kind: 'tail';
+      from: number;
+      to: number;
+      sign: 1;
+      watermark: IngestSeq | null;
+      part: FoldPartId;
+      /** With a null watermark: one of the part read earlier, or null (storage/tail.ts TailMark). */
+      floor: IngestSeq | null;
+    };
 
 /** The dimensions the rollups key by; the others are time. */
 export const KEYED: readonly Dimension[] = ['agent', 'task_type', 'client'];
@@ -239,6 +248,7 @@ export function planSources(
   options: {
     forceRaw?: boolean;
     watermark?: IngestSeq | null;
+    floor?: IngestSeq;
     coarseThrough?: number;
     monthsThrough?: number;
   } = {},
@@ -273,6 +283,7 @@ export function planSources(
       sign: 1,
       watermark: options.watermark,
       part: foldPartOf(grain),
+      floor: options.floor ?? null,
     });
   }
   if (fromDay * DAY_MS < from) sources.push({ kind: 'raw', from: fromDay * DAY_MS, to: from, sign: -1 });

@@ -97,6 +97,8 @@ export interface ReportOptions {
 type FoldView = Omit<FoldState, 'watermark'> & {
   /** Read in the snapshot the query will run in, or null for the query to read it itself. */
   watermark: IngestSeq | null;
+  /** With a null watermark: one read before, which the query's is never below (storage/tail.ts). */
+  floor?: IngestSeq;
 };
 
 /**
@@ -186,16 +188,17 @@ export async function* streamReport({
 }): AsyncGenerator<ReportRow> {
   // Planned in the statement's own snapshot (SQLite: a statement into a temporary table;
   // PostgreSQL: a cursor), which reads the watermark itself: the month rows then hold exactly the
-  // days before the monthsThrough the plan was made with (rollups.ts monthsThroughAt).
+  // days before the monthsThrough the plan was made with (rollups.ts monthsThroughAt). The one
+  // read here is the floor its tail is planned from (storage/tail.ts TailMark).
   const rows = streamRows(ctx.db, ctx.engine, async (db) => {
     const grain = chooseGrain(input.groupBy, clientFromMetadata(input.filters));
     const part = grain === null ? undefined : foldPartOf(grain);
-    const { coarseThrough, monthsThrough } = await readFoldState(db, part);
+    const { watermark, coarseThrough, monthsThrough } = await readFoldState(db, part);
     const { query } = await prepare(
       { ...ctx, db },
       input,
       {},
-      { watermark: null, coarseThrough, monthsThrough },
+      { watermark: null, floor: watermark, coarseThrough, monthsThrough },
     );
     return query(false, true);
   });

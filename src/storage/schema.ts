@@ -189,6 +189,21 @@ export interface WebhooksTable {
   deleted_at: number | null;
 }
 
+/**
+ * What a webhook was subscribed to between two positions in the event log's commit order
+ * (migration 0017, webhooks/subscription-versions.ts). A position is a `pg_snapshot` (as text)
+ * on PostgreSQL, the largest `ingest_seq` seen on SQLite; null: from the beginning, or open.
+ */
+export interface WebhookSubscriptionVersionsTable {
+  id: Generated<number>;
+  webhook_id: string;
+  org_id: string;
+  /** JSON array of subscribed event types. */
+  event_types: string;
+  valid_from: string | number | null;
+  valid_to: string | number | null;
+}
+
 export interface WebhookMessagesTable {
   id: string;
   org_id: string;
@@ -278,6 +293,7 @@ export interface Database {
   agents: AgentsTable;
   report_rollups: ReportRollupsTable;
   webhooks: WebhooksTable;
+  webhook_subscription_versions: WebhookSubscriptionVersionsTable;
   webhook_messages: WebhookMessagesTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;

@@ -33,7 +33,9 @@ import {
 } from '../storage/db.js';
 import type { EventRow } from '../storage/schema.js';
 import { inSnapshot, lowestWatermark } from '../storage/snapshot.js';
+import { orgEventsBySeq } from '../storage/tail.js';
 import { enqueueNewEventMessages, type NewEventMessage } from '../webhooks/outbox.js';
+import { readSubscribers } from '../webhooks/subscribers.js';
 import { eventView } from './events.js';
 
 /**
@@ -249,8 +251,9 @@ async function foldUsage(trx: DbOrTrx, engine: Engine, from: Seq, to: Seq): Prom
 export const MESSAGE_CHUNK = 5_000;
 
 /**
- * The webhook messages of the events of a range, for the organisations with a live webhook:
- * only their events are read back (or taken from `read`, the pass's events when it read them).
+ * The webhook messages of the events of a range, for the organisations with a webhook
+ * subscribed when some of them were committed (webhooks/subscribers.ts): only their events are
+ * read back (or taken from `read`, the pass's events when it read them).
  */
 async function writeMessages(
   trx: DbOrTrx,
@@ -260,41 +263,41 @@ async function writeMessages(
   read?: readonly EventRow[],
   chunk = MESSAGE_CHUNK,
 ): Promise<void> {
-  const { rows: hooked } = await sql<{ org_id: string }>`
-    SELECT DISTINCT org_id FROM webhooks
-    WHERE deleted_at IS NULL AND status <> 'deactivated'
-      AND org_id IN (SELECT DISTINCT org_id FROM events WHERE ${seqRange(ctx.engine, from, to)})`.execute(
-    trx,
-  );
-  if (hooked.length === 0) return;
-  const orgs = new Set(hooked.map((h) => h.org_id));
+  const subscribers = await readSubscribers(trx, ctx.engine, from, to);
+  if (subscribers === null) return;
   const enqueue = async (rows: readonly EventRow[]) => {
     const firsts = await firstEventIds(trx, rows);
     const messages: NewEventMessage[] = rows.map((row) => ({
       orgId: row.org_id,
       event: eventView(row),
+      seq: row.ingest_seq,
       isNewAgent: firsts.has(row.id),
     }));
-    await enqueueNewEventMessages(trx, messages, ctx.config.webhookRetryDelaysSeconds[0] ?? 0);
+    await enqueueNewEventMessages(trx, messages, ctx.config.webhookRetryDelaysSeconds[0] ?? 0, subscribers);
   };
   if (read) {
-    await enqueue(read.filter((r) => orgs.has(r.org_id)));
+    await enqueue(read.filter((r) => subscribers.orgs.has(r.org_id)));
     return;
   }
   // A pass of a backlog holds up to FOLD_BATCH events: they are read `chunk` at a time, in
-  // commit order, so that the service never holds more of them.
+  // commit order, so that the service never holds more of them. Each read seeks from the last
+  // one's position (storage/tail.ts).
   const seq = (value: unknown) => (ctx.engine === 'postgres' ? sql`${String(value)}::xid8` : sql`${value}`);
-  for (const { org_id: orgId } of hooked) {
-    let after: { ingest_seq: unknown; id: string } | null = null;
+  for (const orgId of subscribers.orgs) {
+    let after: { ingest_seq: Seq; id: string } | null = null;
     for (;;) {
+      const range: RawBuilder<unknown> =
+        after === null
+          ? seqRange(ctx.engine, from, to)
+          : sql`${seqRange(ctx.engine, after.ingest_seq, to)} AND (ingest_seq, id) > (${seq(after.ingest_seq)}, ${after.id})`;
       const { rows } = await sql<EventRow>`
-        SELECT * FROM events WHERE org_id = ${orgId} AND ${seqRange(ctx.engine, from, to)}
-        ${after === null ? sql`` : sql`AND (ingest_seq, id) > (${seq(after.ingest_seq)}, ${after.id})`}
-        ORDER BY ingest_seq, id LIMIT ${chunk}`.execute(trx);
+        SELECT * FROM ${orgEventsBySeq(ctx.engine, orgId, range)} ORDER BY ingest_seq, id LIMIT ${chunk}`.execute(
+        trx,
+      );
       await enqueue(rows);
       const last = rows.at(-1);
       if (last === undefined || rows.length < chunk) break;
-      after = { ingest_seq: last.ingest_seq, id: last.id };
+      after = { ingest_seq: last.ingest_seq as Seq, id: last.id };
     }
   }
 }

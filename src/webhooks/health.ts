@@ -3,6 +3,7 @@ import type { ServiceCtx } from '../context.js';
 import { queueEmails } from '../email/outbox.js';
 import { getOrganization } from '../orgs/organizations.js';
 import { DEACTIVATED_AFTER, FAILING_AFTER } from './event-types.js';
+import { recordSubscription } from './subscription-versions.js';
 import { webhookView } from './subscriptions.js';
 
 /** A successful attempt: the failure count restarts and the webhook is `active` again. */
@@ -53,6 +54,8 @@ async function deactivate(ctx: ServiceCtx, webhookId: string, at: Date): Promise
     .executeTakeFirst();
   // Only the transaction that made the change notifies, so admins get one e-mail.
   if (Number(changed.numUpdatedRows) === 0) return;
+  // The events committed from here on are not queued for it; those before are (DESIGN §8).
+  await recordSubscription(ctx.db, ctx.engine, { webhookId, orgId: before.org_id, eventTypes: null });
   const org = await getOrganization({ ctx, id: before.org_id });
   const after = { ...before, status: 'deactivated' };
   await recordAudit(

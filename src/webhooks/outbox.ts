@@ -1,15 +1,17 @@
 import type { Insertable } from 'kysely';
 import type { DbOrTrx } from '../storage/db.js';
 import type { WebhookDeliveriesTable, WebhookMessagesTable } from '../storage/schema.js';
+import type { IngestSeq } from '../storage/snapshot.js';
 import { newId } from '../ids.js';
 import type { StoredEvent } from '../tracking/events.js';
 import type { MessageType } from './event-types.js';
+import type { Subscribers } from './subscribers.js';
 
 interface MessageInput {
   orgId: string;
   type: MessageType;
   payload: unknown;
-  webhookIds: string[];
+  webhookIds: readonly string[];
   at: Date;
   /** The first delay of TALLY_WEBHOOK_RETRY_DELAYS: attempt 1 is due this long after `at`. */
   firstDelaySeconds: number;
@@ -70,57 +72,39 @@ function chunks<T>(rows: T[]): T[][] {
 export interface NewEventMessage {
   orgId: string;
   event: StoredEvent;
+  /** Its position in commit order (`ingest_seq`), which decides who receives it (subscribers.ts). */
+  seq: IngestSeq | null;
   /** True when this is the first event of its agent in the organisation. */
   isNewAgent: boolean;
 }
 
 /**
  * The messages of new events (`event.created`; `agent.first_event` for an agent's first event),
- * each with a pending delivery per subscribed webhook, in a few multi-row inserts with `db`:
- * one indexed query for organisations without webhooks. Each message is dated at its event's
- * receipt. The folding stage calls it in the transaction that advances its watermark (fold.ts),
- * so each message is written exactly once.
+ * each with a pending delivery per webhook subscribed to its type when it was committed
+ * (`subscribers`, read once per pass), in a few multi-row inserts with `db`. Each message is
+ * dated at its event's receipt. The folding stage calls it in the transaction that advances its
+ * watermark (fold.ts), so each message is written exactly once.
  */
 export async function enqueueNewEventMessages(
   db: DbOrTrx,
   created: readonly NewEventMessage[],
   firstDelaySeconds: number,
+  subscribers: Subscribers,
 ): Promise<number> {
   if (created.length === 0) return 0;
-  const orgIds = [...new Set(created.map((c) => c.orgId))];
-  const hooks = [];
-  for (let i = 0; i < orgIds.length; i += INSERT_CHUNK) {
-    hooks.push(
-      ...(await db
-        .selectFrom('webhooks')
-        .select(['id', 'org_id', 'event_types'])
-        .where('org_id', 'in', orgIds.slice(i, i + INSERT_CHUNK))
-        .where('deleted_at', 'is', null)
-        .where('status', '<>', 'deactivated')
-        .execute()),
-    );
-  }
-  if (hooks.length === 0) return 0;
-  const subscribed = new Map<string, string[]>();
-  for (const hook of hooks) {
-    for (const type of JSON.parse(hook.event_types) as string[]) {
-      const key = `${hook.org_id} ${type}`;
-      subscribed.set(key, [...(subscribed.get(key) ?? []), hook.id]);
-    }
-  }
   const messages: Insertable<WebhookMessagesTable>[] = [];
   const deliveries: Insertable<WebhookDeliveriesTable>[] = [];
-  const add = (orgId: string, type: MessageType, payload: unknown, at: Date) => {
-    const webhookIds = subscribed.get(`${orgId} ${type}`);
-    if (!webhookIds) return;
+  const add = (orgId: string, type: MessageType, payload: unknown, seq: IngestSeq | null, at: Date) => {
+    const webhookIds = subscribers.webhooksFor(orgId, type, seq);
+    if (webhookIds.length === 0) return;
     const message = messageRows({ orgId, type, payload, webhookIds, at, firstDelaySeconds });
     messages.push(message.message);
     deliveries.push(...message.deliveries);
   };
-  for (const { orgId, event, isNewAgent } of created) {
+  for (const { orgId, event, seq, isNewAgent } of created) {
     const at = new Date(event.received_at);
-    add(orgId, 'event.created', event, at);
-    if (isNewAgent) add(orgId, 'agent.first_event', { agent_id: event.agent_id, event }, at);
+    add(orgId, 'event.created', event, seq, at);
+    if (isNewAgent) add(orgId, 'agent.first_event', { agent_id: event.agent_id, event }, seq, at);
   }
   for (const rows of chunks(messages)) await db.insertInto('webhook_messages').values(rows).execute();
   for (const rows of chunks(deliveries)) await db.insertInto('webhook_deliveries').values(rows).execute();

@@ -6,6 +6,7 @@ import type { WebhookRow } from '../storage/schema.js';
 import type { SubscribableEventType, WebhookStatus } from './event-types.js';
 import { sealWebhookSecret } from './secret-storage.js';
 import { newWebhookSecret } from './signing.js';
+import { forgetSubscription, recordSubscription } from './subscription-versions.js';
 import { checkWebhookUrl } from './url-policy.js';
 import { pageOf } from '../storage/pagination.js';
 
@@ -51,6 +52,11 @@ export async function createWebhook({ ctx, input }: { ctx: OrgCtx; input: Create
   };
   return ctx.db.transaction().execute(async (trx) => {
     await trx.insertInto('webhooks').values(row).execute();
+    await recordSubscription(trx, ctx.engine, {
+      webhookId: row.id,
+      orgId: row.org_id,
+      eventTypes: input.event_types,
+    });
     const view = webhookView(row);
     await recordAudit(
       { ...ctx, db: trx },
@@ -141,6 +147,13 @@ export async function updateWebhook({
     }
     await trx.updateTable('webhooks').set(changes).where('id', '=', id).execute();
     const after: WebhookRow = { ...before, ...changes };
+    // Events committed from here on go by the new subscription; those before, by the old one.
+    const receives = (w: WebhookRow) => (w.status === 'deactivated' ? null : w.event_types);
+    const next = receives(after);
+    if (next !== receives(before)) {
+      const eventTypes = next === null ? null : (JSON.parse(next) as string[]);
+      await recordSubscription(trx, ctx.engine, { webhookId: id, orgId: before.org_id, eventTypes });
+    }
     await recordAudit(
       { ...ctx, db: trx },
       {
@@ -170,6 +183,7 @@ export async function deleteWebhook({ ctx, id }: { ctx: OrgCtx; id: string }): P
       .where('webhook_id', '=', id)
       .where('status', '=', 'pending')
       .execute();
+    await forgetSubscription(trx, { webhookId: id, orgId: before.org_id });
     await recordAudit(
       { ...ctx, db: trx },
       { action: 'webhook.deleted', target: `webhook:${id}`, before: webhookView(before), after: null },

@@ -1,5 +1,13 @@
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
+import {
+  EnvironmentError,
+  ensureChromium,
+  environmentLine,
+  findPostgres,
+  findRedis,
+  runNeedsBrowser,
+} from './test-environment.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -32,6 +40,7 @@ async function dropSchemas(client: pg.Client, names: string[]): Promise<void> {
  * crashed runs, older than two hours, before it).
  */
 export default async function setup(project: TestProject) {
+  await prepareEnvironment(project);
   // The PostgreSQL server's clock, not this process's: every run on the shared server must agree
   // on how old a schema is. A run whose clock is set ahead (faketime, a skewed machine) would
   // otherwise take the schemas of runs in progress for stale ones and drop them.
@@ -65,4 +74,28 @@ export default async function setup(project: TestProject) {
       );
     });
   };
+}
+
+/**
+ * Finds PostgreSQL and Redis, brings Chromium when the run has browser tests, and says so in one
+ * line; a missing piece that the run cannot do without stops it with one line saying what to do.
+ */
+async function prepareEnvironment(project: TestProject): Promise<void> {
+  const log = (line: string) => process.stdout.write(`${line}\n`);
+  try {
+    const services = [await findPostgres(), await findRedis()];
+    // Vitest's file filters of this run (an internal field: undefined when it has none).
+    const filters = (project.vitest as unknown as { filenamePattern?: string[] }).filenamePattern;
+    let chromium: string | null = null;
+    if (runNeedsBrowser(project.config.root, filters)) {
+      chromium = ensureChromium(log);
+      process.env.TALLY_TEST_CHROMIUM = chromium;
+    }
+    log(environmentLine(services, chromium));
+  } catch (error) {
+    if (!(error instanceof EnvironmentError)) throw error;
+    // One line and a failed run; a thrown error would bury it under Vitest's own report.
+    process.stderr.write(`tests: ${error.message}\n`);
+    process.exit(1);
+  }
 }

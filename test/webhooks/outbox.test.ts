@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { claimDueDeliveries } from '../../src/webhooks/claim.js';
+import { recordFailedDelivery } from '../../src/webhooks/health.js';
 import { recordAttempt } from '../../src/webhooks/record.js';
 import { DeliveryWorker } from '../../src/webhooks/worker.js';
 import { ENGINES } from '../support/engines.js';
@@ -190,7 +191,15 @@ describe.each(ENGINES)('webhook outbox and crash recovery (%s)', (engine) => {
     expect(rows.map((x) => x.status)).toEqual(['canceled']);
 
     const off = await subscribe(h, r.url);
-    await h.ctx.db.updateTable('webhooks').set({ status: 'deactivated' }).where('id', '=', off.id).execute();
+    // Deactivated as the worker does it, at the 20th failed delivery in a row.
+    await h.ctx.db
+      .updateTable('webhooks')
+      .set({ status: 'failing', consecutive_failures: 19 })
+      .where('id', '=', off.id)
+      .execute();
+    await h.ctx.db
+      .transaction()
+      .execute((trx) => recordFailedDelivery({ ...h.ctx, db: trx }, off.id, h.clock.now()));
     await track(h);
     const none = await h.ctx.db
       .selectFrom('webhook_deliveries')

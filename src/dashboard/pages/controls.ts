@@ -43,8 +43,10 @@ export function textField(input: {
   required?: boolean;
   hint?: string;
   attrs?: SafeHtml;
+  /** A whole row of the form (a URL is long). */
+  wide?: boolean;
 }): SafeHtml {
-  return html`<div class="field">
+  return html`<div class="${input.wide ? 'field wide' : 'field'}">
     <label for="${input.id}">${input.label}</label>
     <input
       id="${input.id}"

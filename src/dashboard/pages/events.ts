@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import { OUTCOMES } from '../../orgs/organizations.js';
 import { getEvent, listEvents } from '../../tracking/events.js';
-import { listTaskTypes } from '../../catalogue/task-types.js';
 import { count, dateTime, decimal, hours, money } from '../format.js';
 import { html, type SafeHtml } from '../html.js';
 import { dashboardCtx, queryOf, sendPage } from '../routes.js';
+import { TaskTypeNames } from '../task-names.js';
 import { select, textField } from './controls.js';
 
 const OUTCOME_LABELS: Record<string, string> = {
@@ -26,6 +26,12 @@ const COST_SOURCES: Record<string, string> = {
   computed: 'computed from the model and token counts',
   none: 'not known (no agent_cost, or no model with token counts)',
 };
+
+/** The date and the time as two unbreakable parts, so a narrow column wraps between them. */
+function dateTimeParts(iso: string): SafeHtml {
+  const [date, time] = dateTime(iso).split(/ (.*)/s);
+  return html`<span class="nowrap">${date}</span> <span class="nowrap">${time}</span>`;
+}
 
 function outcomeBadge(outcome: string): SafeHtml {
   return html`<span class="badge outcome-${outcome}">${OUTCOME_LABELS[outcome] ?? outcome}</span>`;
@@ -60,7 +66,7 @@ export function registerEventPages(dash: FastifyInstance, app: FastifyInstance):
       cursor: filter('cursor'),
       limit: 50,
     };
-    const page = await listEvents({ ctx, input });
+    const [page, names] = await Promise.all([listEvents({ ctx, input }), TaskTypeNames.load(ctx)]);
     const currency = ctx.org.currency;
     const more = new URLSearchParams(q);
     if (page.next_cursor) more.set('cursor', page.next_cursor);
@@ -71,7 +77,8 @@ export function registerEventPages(dash: FastifyInstance, app: FastifyInstance):
         aria-label="Event filters"
       >
         ${textField({ id: 'agent_id', name: 'agent_id', label: 'Agent', value: input.agentId ?? '' })}
-        ${textField({ id: 'task_type', name: 'task_type', label: 'Task type', value: input.taskType ?? '' })}
+        ${textField({ id: 'task_type', name: 'task_type', label: 'Task type', value: input.taskType ?? '', attrs: html`list="task-type-keys"` })}
+        ${names.datalist('task-type-keys')}
         ${textField({ id: 'client_id', name: 'client_id', label: 'Client', value: input.clientId ?? '' })}
         ${select({
           id: 'outcome',
@@ -87,7 +94,7 @@ export function registerEventPages(dash: FastifyInstance, app: FastifyInstance):
         page.data.length === 0
           ? html`<p class="muted">No events match.</p>`
           : html`<div class="table-wrap">
-              <table>
+              <table class="events">
                 <thead>
                   <tr>
                     <th scope="col">Occurred</th>
@@ -104,9 +111,14 @@ export function registerEventPages(dash: FastifyInstance, app: FastifyInstance):
                   ${page.data.map(
                     (e) =>
                       html`<tr>
-                        <td><a href="/dashboard/events/${e.event_id}">${dateTime(e.occurred_at)}</a></td>
+                        <td>
+                          <a href="/dashboard/events/${e.event_id}"
+                            >${dateTimeParts(e.occurred_at)}
+                            <span class="sr-only">by ${e.agent_id}: ${names.name(e.task_type)}</span></a
+                          >
+                        </td>
                         <td class="wrap">${e.agent_id}</td>
-                        <td class="wrap">${e.task_type}</td>
+                        <td class="wrap">${names.cell(e.task_type)}</td>
                         <td>${outcomeBadge(e.outcome)}</td>
                         <td class="num">${hours(e.hours_saved)}</td>
                         <td class="num">${money(e.cost_saved, e.currency)}</td>
@@ -139,8 +151,8 @@ export function registerEventPages(dash: FastifyInstance, app: FastifyInstance):
 
     // The rate the event was priced with is stored; where it came from is matched against the
     // settings of today, which may have changed since.
-    const types = await listTaskTypes({ ctx, input: { includeArchived: true } });
-    const type = types.find((t) => t.key === event.task_type);
+    const names = await TaskTypeNames.load(ctx);
+    const type = names.record(event.task_type);
     const rateMicros = Math.round(event.resolved_hourly_rate * 1e6);
     const same = (n: number | null | undefined) =>
       n !== null && n !== undefined && Math.round(n * 1e6) === rateMicros;
@@ -159,6 +171,10 @@ export function registerEventPages(dash: FastifyInstance, app: FastifyInstance):
         <td>${value}</td>
       </tr>`;
     const body = html`<p><a href="/dashboard/events">← All events</a></p>
+      <p class="event-summary">
+        <strong>${names.name(event.task_type)}</strong> by <strong>${event.agent_id}</strong>,
+        <span class="nowrap">${dateTime(event.occurred_at)}</span>: ${outcomeBadge(event.outcome)}
+      </p>
       <section class="panel">
         <h2>How the figures came about</h2>
         <ol class="derivation">
@@ -170,11 +186,11 @@ export function registerEventPages(dash: FastifyInstance, app: FastifyInstance):
             <strong>Outcome credit:</strong> ${decimal(Math.round(credit * 1e4) / 1e4)} for
             ${OUTCOME_LABELS[event.outcome] ?? event.outcome}, so hours saved =
             ${decimal(event.resolved_baseline_minutes)} min × ${decimal(Math.round(credit * 1e4) / 1e4)} ÷ 60
-            = <strong>${hours(event.hours_saved)} h</strong>.
+            = <strong>${decimal(event.hours_saved)} h</strong>.
           </li>
           <li>
             <strong>Hourly rate:</strong> ${money(event.resolved_hourly_rate, cur)}, matching ${rateSource};
-            cost saved = ${hours(event.hours_saved)} h × ${money(event.resolved_hourly_rate, cur)} =
+            cost saved = ${decimal(event.hours_saved)} h × ${money(event.resolved_hourly_rate, cur)} =
             <strong>${money(event.cost_saved, cur)}</strong>.
           </li>
           <li>
@@ -205,7 +221,7 @@ export function registerEventPages(dash: FastifyInstance, app: FastifyInstance):
           <table class="fields">
             <tbody>
               ${row('Event id', html`<code>${event.event_id}</code>`)} ${row('Agent', event.agent_id)}
-              ${row('Task type', event.task_type)} ${row('Outcome', outcomeBadge(event.outcome))}
+              ${row('Task type', names.cell(event.task_type))} ${row('Outcome', outcomeBadge(event.outcome))}
               ${row('Occurred at', event.occurred_at)} ${row('Received at', event.received_at)}
               ${row('Baseline minutes', decimal(event.resolved_baseline_minutes))}
               ${row('Baseline source', event.resolved_baseline_source)}

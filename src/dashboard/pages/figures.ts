@@ -73,3 +73,45 @@ export async function previousPeriodReport(ctx: OrgCtx, input: ReportInput): Pro
   const at = ctx.clock.now().getTime() - length;
   return buildReport({ ctx: { ...ctx, clock: { now: () => new Date(at) } }, input });
 }
+
+const DAY_MS = 86_400_000;
+
+/**
+ * Whether a day, week or month bucket reaches outside the report's range: the first and last
+ * buckets of a rolling period hold only part of their day or week, so a chart's line dips there
+ * without anything having dropped. Pages mark them rather than let them read as a trend.
+ */
+export function isPartialBucket(
+  key: string,
+  dimension: 'day' | 'week' | 'month',
+  range: { from: string; to: string },
+): boolean {
+  const start = Date.parse(dimension === 'month' ? `${key}-01T00:00:00.000Z` : `${key}T00:00:00.000Z`);
+  if (Number.isNaN(start)) return false;
+  const date = new Date(start);
+  const end =
+    dimension === 'day'
+      ? start + DAY_MS
+      : dimension === 'week'
+        ? start + 7 * DAY_MS
+        : Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1);
+  return start < Date.parse(range.from) || end > Date.parse(range.to);
+}
+
+/** A line chart's partial ends for buckets `keys` (in order) and the words under it. */
+export function partialEnds(
+  keys: readonly string[],
+  dimension: 'day' | 'week' | 'month',
+  range: { from: string; to: string },
+): { first: boolean; last: boolean; note: string } {
+  const first = keys.length > 1 && isPartialBucket(keys[0] ?? '', dimension, range);
+  const last = keys.length > 1 && isPartialBucket(keys[keys.length - 1] ?? '', dimension, range);
+  const unit = dimension;
+  const which =
+    first && last
+      ? `the first and last ${unit}s are`
+      : first
+        ? `the first ${unit} is`
+        : `the last ${unit} is`;
+  return { first, last, note: `Dotted line: ${which} only partly in the period.` };
+}

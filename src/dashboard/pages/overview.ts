@@ -4,11 +4,14 @@ import { planAtLeast } from '../../billing/plans.js';
 import { buildReport, type ReportRow } from '../../reports/report.js';
 import { listWebhooks } from '../../webhooks/subscriptions.js';
 import { lineChart } from '../chart.js';
-import { change, count, hours, money, roi } from '../format.js';
+import { bucketLabels, change, count, hours, money, moneyCompact, roi } from '../format.js';
 import { html, type SafeHtml } from '../html.js';
 import { planGate } from '../layout.js';
+import { TaskTypeNames } from '../task-names.js';
 import { dashboardCtx, queryOf, sendPage } from '../routes.js';
 import {
+  isPartialBucket,
+  partialEnds,
   PERIOD_LABELS,
   periodOf,
   previousPeriodReport,
@@ -38,7 +41,7 @@ function deltaOf(current: number, previous: number | null, moreIsBetter = true):
 function topTable(
   caption: string,
   column: string,
-  key: string,
+  cell: (r: ReportRow) => SafeHtml | string,
   rows: ReportRow[],
   currency: string,
   empty: string,
@@ -61,7 +64,7 @@ function topTable(
                 ${rows.map(
                   (r) =>
                     html`<tr>
-                      <td class="wrap">${r.group[key] ?? html`<span class="muted">(none)</span>`}</td>
+                      <td class="wrap">${cell(r)}</td>
                       <td class="num">${count(r.events)}</td>
                       <td class="num">${money(r.net_saved, currency)}</td>
                     </tr>`,
@@ -105,7 +108,10 @@ export function registerOverviewPage(dash: FastifyInstance, app: FastifyInstance
       banners.push(
         html`<p class="banner warn" role="alert">
           <strong>Webhook ${w.status}:</strong> ${w.url} has ${count(w.consecutive_failures)} failed
-          deliveries in a row. <a href="/dashboard/webhooks/${w.id}">See its delivery log</a>
+          deliveries in a row.
+          <a href="/dashboard/webhooks/${w.id}"
+            >See its delivery log<span class="sr-only"> (${w.url})</span></a
+          >
         </p>`,
       );
     }
@@ -132,13 +138,15 @@ export function registerOverviewPage(dash: FastifyInstance, app: FastifyInstance
     }
 
     const bucket = period === '24h' || period === '7d' || period === '30d' ? 'day' : 'week';
-    const [series, previous, agents, taskTypes, clients] = await Promise.all([
+    const [series, previous, agents, taskTypes, clients, names] = await Promise.all([
       buildReport({ ctx, input: reportInputOf(period, [bucket], 'events') }),
       previousPeriodReport(ctx, reportInputOf(period, ['month'], 'events')),
       buildReport({ ctx, input: reportInputOf(period, ['agent'], 'net_saved', 5) }),
       buildReport({ ctx, input: reportInputOf(period, ['task_type'], 'net_saved', 5) }),
       buildReport({ ctx, input: reportInputOf(period, ['client'], 'net_saved', 5) }),
+      TaskTypeNames.load(ctx),
     ]);
+    const none = html`<span class="muted">(none)</span>`;
     const totals = totalsOf(series.rows);
     const prev: Totals | null = previous ? totalsOf(previous.rows) : null;
     const points = [...series.rows].sort((a, b) =>
@@ -165,12 +173,18 @@ export function registerOverviewPage(dash: FastifyInstance, app: FastifyInstance
       points.length === 0
         ? html`<p class="muted">No events in this period.</p>`
         : html`${lineChart({
-              labels: points.map((r) => (r.group[bucket] ?? '').slice(5)),
+              labels: bucketLabels(points.map((r) => r.group[bucket] ?? '')),
               series: [
                 { name: 'Cost saved', className: 's-saved', values: points.map((r) => r.cost_saved) },
                 { name: 'Agent cost', className: 's-cost', values: points.map((r) => r.agent_cost) },
               ],
               formatValue: fmt,
+              formatCompact: (n) => moneyCompact(n, currency),
+              partial: partialEnds(
+                points.map((r) => r.group[bucket] ?? ''),
+                bucket,
+                series.meta.range,
+              ),
               title: `Cost saved and agent cost by ${bucket}, ${PERIOD_LABELS[period].toLowerCase()}`,
               tableId: 'trend-table',
             })}
@@ -190,7 +204,10 @@ export function registerOverviewPage(dash: FastifyInstance, app: FastifyInstance
                     ${points.map(
                       (r) =>
                         html`<tr>
-                          <td>${r.group[bucket]}</td>
+                          <td>
+                            ${r.group[bucket]}
+                            ${isPartialBucket(r.group[bucket] ?? '', bucket, series.meta.range) ? html`<span class="muted">(partial)</span>` : ''}
+                          </td>
                           <td class="num">${fmt(r.cost_saved)}</td>
                           <td class="num">${fmt(r.agent_cost)}</td>
                           <td class="num">${fmt(r.net_saved)}</td>
@@ -204,8 +221,8 @@ export function registerOverviewPage(dash: FastifyInstance, app: FastifyInstance
     const body = html`${banners} ${usage.lifetime_events === 0 ? firstEventHelp(origin(request)) : ''}
       <div class="toolbar">${picker}</div>
       <p class="muted period-note">
-        ${PERIOD_LABELS[period]}: ${series.meta.range.from.slice(0, 10)} to
-        ${series.meta.range.to.slice(0, 10)} (UTC)
+        ${PERIOD_LABELS[period]}: <span class="nowrap">${series.meta.range.from.slice(0, 10)}</span> to
+        <span class="nowrap">${series.meta.range.to.slice(0, 10)}</span> (UTC)
       </p>
       ${cards}
       <section class="panel">
@@ -214,9 +231,9 @@ export function registerOverviewPage(dash: FastifyInstance, app: FastifyInstance
       </section>
       <h2>Top 5 by net saved</h2>
       <div class="grid3">
-        ${topTable('Top agents', 'Agent', 'agent_id', agents.rows, currency, 'No agents in this period.')}
-        ${topTable('Top task types', 'Task type', 'task_type', taskTypes.rows, currency, 'No task types in this period.')}
-        ${topTable('Top clients', 'Client', 'client_id', clients.rows, currency, 'No clients in this period.')}
+        ${topTable('Top agents', 'Agent', (r) => r.group.agent_id ?? none, agents.rows, currency, 'No agents in this period.')}
+        ${topTable('Top task types', 'Task type', (r) => names.cell(r.group.task_type ?? null), taskTypes.rows, currency, 'No task types in this period.')}
+        ${topTable('Top clients', 'Client', (r) => r.group.client_id ?? none, clients.rows, currency, 'No clients in this period.')}
       </div>`;
     return sendPage(request, reply, { title: 'Overview', section: 'Overview', body });
   });

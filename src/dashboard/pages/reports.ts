@@ -13,13 +13,15 @@ import {
   type ReportInput,
 } from '../../reports/params.js';
 import { buildReport } from '../../reports/report.js';
-import { barChart, lineChart } from '../chart.js';
-import { count, hours, money } from '../format.js';
+import { barChart } from '../bar-chart.js';
+import { lineChart } from '../chart.js';
+import { bucketLabels, compact, count, hours, money, moneyCompact } from '../format.js';
 import { html, type SafeHtml } from '../html.js';
 import { planGate } from '../layout.js';
+import { TaskTypeNames } from '../task-names.js';
 import { dashboardCtx, queryOf, sendPage } from '../routes.js';
 import { select, textField } from './controls.js';
-import { PERIOD_LABELS, periodOf } from './figures.js';
+import { isPartialBucket, partialEnds, PERIOD_LABELS, periodOf } from './figures.js';
 
 const DIMENSION_LABELS: Record<Dimension, string> = {
   agent: 'Agent',
@@ -37,6 +39,10 @@ const METRIC_LABELS: Record<Metric, string> = {
   net_saved: 'Net saved',
 };
 const METADATA_KEY = /^[A-Za-z0-9_-]{1,64}$/;
+
+function timeDimension(key: string): 'day' | 'week' | 'month' | null {
+  return key === 'day' || key === 'week' || key === 'month' ? key : null;
+}
 
 /** The view's state, read from the dashboard's query string (the API's own parameter names). */
 interface View {
@@ -121,7 +127,7 @@ function readView(q: URLSearchParams): View {
   };
 }
 
-function controls(view: View, q: URLSearchParams): SafeHtml {
+function controls(view: View, q: URLSearchParams, names: TaskTypeNames): SafeHtml {
   const dims: Array<readonly [string, string]> = DIMENSIONS.map((d) => [d, DIMENSION_LABELS[d]] as const);
   const g = view.groupBy;
   return html`<form method="get" action="/dashboard/reports" class="controls" aria-label="Report options">
@@ -144,7 +150,8 @@ function controls(view: View, q: URLSearchParams): SafeHtml {
     })}
     ${textField({ id: 'top', name: 'top', label: 'Top', type: 'number', value: q.get('top') ?? '', attrs: html`min="1" max="10000"` })}
     ${textField({ id: 'agent_id', name: 'agent_id', label: 'Agent', value: view.input.filters.agentId ?? '' })}
-    ${textField({ id: 'task_type', name: 'task_type', label: 'Task type', value: view.input.filters.taskType ?? '' })}
+    ${textField({ id: 'task_type', name: 'task_type', label: 'Task type', value: view.input.filters.taskType ?? '', attrs: html`list="task-type-keys"` })}
+    ${names.datalist('task-type-keys')}
     ${textField({ id: 'client_id', name: 'client_id', label: 'Client', value: view.input.filters.clientId ?? '' })}
     ${select({
       id: 'outcome',
@@ -182,12 +189,17 @@ export function registerReportPages(dash: FastifyInstance, app: FastifyInstance)
     const q = queryOf(request);
     const view = readView(q);
     const currency = ctx.org.currency;
-    const report = view.error === null ? await buildReport({ ctx, input: view.input }) : null;
+    const [report, names] = await Promise.all([
+      view.error === null ? buildReport({ ctx, input: view.input }) : null,
+      TaskTypeNames.load(ctx),
+    ]);
     const keys = view.input.groupBy.map((d) => GROUP_KEY[d]);
     const fmt = (n: number) => money(n, currency);
     const sort = view.input.sort;
     const valueOf = (r: { [k in Metric]: number }) => r[sort];
     const formatSort = sort === 'events' ? count : sort === 'hours_saved' ? hours : fmt;
+    const compactSort =
+      sort === 'events' || sort === 'hours_saved' ? compact : (n: number) => moneyCompact(n, currency);
     const apiPath = `/v1/reports/time-saved?${view.apiQuery.toString()}`;
     const exportPath = `/dashboard/reports/export?${view.apiQuery.toString()}`;
     const origin = `${request.protocol}://${request.host}`;
@@ -199,7 +211,9 @@ export function registerReportPages(dash: FastifyInstance, app: FastifyInstance)
     else if (report) {
       const timeOnly =
         view.input.groupBy.length === 1 && ['day', 'week', 'month'].includes(view.input.groupBy[0] ?? '');
-      const labels = report.rows.map((r) => keys.map((k) => r.group[k] ?? '(none)').join(' · '));
+      const shown = (k: string, v: string | null) =>
+        v === null ? '(none)' : k === 'task_type' ? names.name(v) : v;
+      const labels = report.rows.map((r) => keys.map((k) => shown(k, r.group[k] ?? null)).join(' · '));
       let chart: SafeHtml;
       if (timeOnly) {
         const key = keys[0] ?? 'day';
@@ -207,9 +221,16 @@ export function registerReportPages(dash: FastifyInstance, app: FastifyInstance)
           (a.group[key] ?? '') < (b.group[key] ?? '') ? -1 : 1,
         );
         chart = lineChart({
-          labels: ordered.map((r) => r.group[key] ?? ''),
+          labels: bucketLabels(ordered.map((r) => r.group[key] ?? '')),
           series: [{ name: METRIC_LABELS[sort], className: 's-saved', values: ordered.map(valueOf) }],
           formatValue: formatSort,
+          formatCompact: compactSort,
+          wholeNumbers: sort === 'events',
+          partial: partialEnds(
+            ordered.map((r) => r.group[key] ?? ''),
+            timeDimension(key) ?? 'day',
+            report.meta.range,
+          ),
           title: `${METRIC_LABELS[sort]} by ${DIMENSION_LABELS[view.input.groupBy[0] ?? 'day'].toLowerCase()}`,
           tableId: 'report-table',
         });
@@ -218,6 +239,7 @@ export function registerReportPages(dash: FastifyInstance, app: FastifyInstance)
           labels,
           values: report.rows.map(valueOf),
           formatValue: formatSort,
+          formatCompact: compactSort,
           title: `${METRIC_LABELS[sort]} by ${view.input.groupBy.map((d) => DIMENSION_LABELS[d].toLowerCase()).join(' and ')}`,
           tableId: 'report-table',
         });
@@ -229,8 +251,10 @@ export function registerReportPages(dash: FastifyInstance, app: FastifyInstance)
               ? html`, the top ${count(report.rows.length)} shown`
               : ''
           };
-          ${PERIOD_LABELS[view.input.period].toLowerCase()} (${report.meta.range.from.slice(0, 10)} to
-          ${report.meta.range.to.slice(0, 10)}, UTC).
+          ${PERIOD_LABELS[view.input.period].toLowerCase()} (<span class="nowrap"
+            >${report.meta.range.from.slice(0, 10)}</span
+          >
+          to <span class="nowrap">${report.meta.range.to.slice(0, 10)}</span>, UTC).
         </p>
         <div class="${timeOnly || view.input.groupBy.length > 1 ? 'report stacked' : 'report'}">
           <div class="table-wrap">
@@ -253,7 +277,15 @@ export function registerReportPages(dash: FastifyInstance, app: FastifyInstance)
                 ${report.rows.map(
                   (r) =>
                     html`<tr>
-                      ${keys.map((k) => html`<td>${r.group[k] ?? html`<span class="muted">(none)</span>`}</td>`)}
+                      ${keys.map((k) => {
+                        const value = r.group[k] ?? null;
+                        const time = timeDimension(k);
+                        if (k === 'task_type') return html`<td class="wrap">${names.cell(value)}</td>`;
+                        if (value === null) return html`<td><span class="muted">(none)</span></td>`;
+                        return html`<td>
+                          ${value}${time && isPartialBucket(value, time, report.meta.range) ? html` <span class="muted">(partial)</span>` : ''}
+                        </td>`;
+                      })}
                       <td class="num">${count(r.events)}</td>
                       <td class="num">${hours(r.hours_saved)}</td>
                       <td class="num">${fmt(r.cost_saved)}</td>
@@ -268,7 +300,7 @@ export function registerReportPages(dash: FastifyInstance, app: FastifyInstance)
         </div>`;
     }
 
-    const body = html`${controls(view, q)}
+    const body = html`${controls(view, q, names)}
       <div class="toolbar">
         <a class="button" href="${exportPath}" download>Download CSV</a>
       </div>

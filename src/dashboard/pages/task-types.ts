@@ -10,6 +10,7 @@ import { dateTime, decimal, money } from '../format.js';
 import { html, type SafeHtml } from '../html.js';
 import { csrfField, planGate } from '../layout.js';
 import { dashboardCtx, field, redirectWithNotice, sendPage, session, type Form } from '../routes.js';
+import { breakableKey } from '../task-names.js';
 import { select, textField } from './controls.js';
 
 function badges(t: TaskTypeRecord): SafeHtml {
@@ -76,7 +77,10 @@ export function registerTaskTypePages(dash: FastifyInstance, app: FastifyInstanc
               ${rows.map(
                 (t) =>
                   html`<tr>
-                    <td class="wrap"><strong>${t.display_name}</strong><br /><code>${t.key}</code></td>
+                    <td class="wrap">
+                      <strong>${t.display_name}</strong><br /><code>${breakableKey(t.key)}</code>
+                      <span class="phone-badges">${badges(t)}</span>
+                    </td>
                     <td>${badges(t)}</td>
                     <td class="num">${decimal(t.effective_baseline_minutes)}</td>
                     <td class="num">${decimal(t.default_baseline_minutes)}</td>
@@ -230,14 +234,14 @@ export function registerTaskTypePages(dash: FastifyInstance, app: FastifyInstanc
     } else actions = html`<p class="muted">This custom task type is archived.</p>`;
     const body = html`<p><a href="/dashboard/task-types">← All task types</a></p>
       <section class="panel">
-        <h2>${t.display_name}</h2>
+        <h2>Details</h2>
         <p>${badges(t)}</p>
         <div class="table-wrap">
           <table class="fields">
             <tbody>
               <tr>
                 <th scope="row">Key</th>
-                <td><code>${t.key}</code></td>
+                <td><code>${breakableKey(t.key)}</code></td>
               </tr>
               <tr>
                 <th scope="row">Category</th>
@@ -261,8 +265,9 @@ export function registerTaskTypePages(dash: FastifyInstance, app: FastifyInstanc
                       <th scope="row">Override</th>
                       <td>
                         ${decimal(t.override.baseline_minutes_override)} minutes (original
-                        ${decimal(t.override.original_baseline_minutes)}),
-                        ${t.override.reason ?? 'no reason given'}, ${dateTime(t.override.updated_at)}
+                        ${decimal(t.override.original_baseline_minutes)}), set
+                        ${dateTime(t.override.updated_at)}.
+                        ${t.override.reason ? html`Reason: ${t.override.reason}` : 'No reason given.'}
                       </td>
                     </tr>`
                   : ''

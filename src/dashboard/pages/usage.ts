@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { getUsage } from '../../billing/usage.js';
-import { count, money } from '../format.js';
+import { count, money, monthName } from '../format.js';
 import { html } from '../html.js';
 import { planName } from '../layout.js';
 import { dashboardCtx, sendPage } from '../routes.js';
@@ -16,7 +16,7 @@ export function registerUsagePage(dash: FastifyInstance, app: FastifyInstance): 
     const pct = included > 0 ? Math.min(100, (usage.events_this_month / included) * 100) : 0;
     const plan = ctx.config.plans[ctx.org.plan];
     const body = html`<section class="panel">
-        <h2>${planName(usage.plan)} plan, ${usage.month}</h2>
+        <h2>${planName(usage.plan)} plan, ${monthName(usage.month)}</h2>
         <label for="usage-meter">Events this month against the included events</label>
         <meter
           id="usage-meter"

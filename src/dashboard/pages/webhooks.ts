@@ -164,8 +164,8 @@ export function registerWebhookPages(dash: FastifyInstance, app: FastifyInstance
                 <thead>
                   <tr>
                     <th scope="col">URL</th>
-                    <th scope="col">Event types</th>
                     <th scope="col">Status</th>
+                    <th scope="col">Event types</th>
                     <th scope="col" class="num">Failures in a row</th>
                     <th scope="col">Last delivery</th>
                   </tr>
@@ -178,8 +178,8 @@ export function registerWebhookPages(dash: FastifyInstance, app: FastifyInstance
                         <a href="/dashboard/webhooks/${w.id}">${w.url}</a
                         >${w.description ? html`<br /><span class="muted">${w.description}</span>` : ''}
                       </td>
-                      <td>${w.event_types.join(', ')}</td>
                       <td>${statusBadge(w.status)}</td>
+                      <td class="wrap">${w.event_types.join(', ')}</td>
                       <td class="num">${count(w.consecutive_failures)}</td>
                       <td>
                         ${d ? html`${deliveryStatus(d, w.status)}, ${dateTime(d.updated_at)}` : html`<span class="muted">None yet</span>`}
@@ -194,7 +194,7 @@ export function registerWebhookPages(dash: FastifyInstance, app: FastifyInstance
         <h2>Add a webhook</h2>
         <form method="post" action="/dashboard/webhooks" class="form-grid">
           ${csrfField(token)}
-          ${textField({ id: 'url', name: 'url', label: 'Endpoint URL', type: 'url', required: true, hint: 'https://…; the secret to verify signatures is shown once after saving' })}
+          ${textField({ id: 'url', name: 'url', label: 'Endpoint URL', type: 'url', required: true, wide: true, hint: 'https://…; the secret to verify signatures is shown once after saving' })}
           ${textField({ id: 'description', name: 'description', label: 'Description (optional)' })}
           ${eventTypeBoxes(['event.created'], 'new')}
           <div class="field actions"><button type="submit" class="button">Add webhook</button></div>
@@ -279,7 +279,7 @@ export function registerWebhookPages(dash: FastifyInstance, app: FastifyInstance
         <h2>Edit</h2>
         <form method="post" action="${base}" class="form-grid">
           ${csrfField(token)}
-          ${textField({ id: 'url', name: 'url', label: 'Endpoint URL', type: 'url', required: true, value: w.url })}
+          ${textField({ id: 'url', name: 'url', label: 'Endpoint URL', type: 'url', required: true, wide: true, value: w.url })}
           ${textField({ id: 'description', name: 'description', label: 'Description', value: w.description ?? '' })}
           ${eventTypeBoxes(w.event_types, 'edit')}
           <div class="field actions"><button type="submit" class="button">Save changes</button></div>
@@ -309,8 +309,12 @@ export function registerWebhookPages(dash: FastifyInstance, app: FastifyInstance
                       >
                     </summary>
                     <p class="muted">
-                      <code>${d.message_id}</code
-                      >${d.next_attempt_at ? html` · next attempt ${dateTime(d.next_attempt_at)}` : ''}
+                      <code>${d.message_id}</code>${
+                        // A held delivery has no next attempt until the webhook is reactivated.
+                        d.next_attempt_at && deliveryStatus(d, w.status) !== 'Held until reactivated'
+                          ? html` · next attempt ${dateTime(d.next_attempt_at)}`
+                          : ''
+                      }
                     </p>
                     ${attemptsTable(d)}
                   </details>`,

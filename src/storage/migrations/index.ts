@@ -14,6 +14,7 @@ import * as coarseThrough from './2026_11_24_0013_coarse_through.js';
 import * as eventsFewerIndexes from './2026_11_24_0014_events_fewer_indexes.js';
 import * as monthsThrough from './2026_11_24_0015_months_through.js';
 import * as foldParts from './2026_11_25_0016_fold_parts.js';
+import * as webhookSubscriptionVersions from './2026_11_27_0017_webhook_subscription_versions.js';
 import * as webhookSecretsEncrypted from './2026_11_27_0018_webhook_secrets_encrypted.js';
 
 /** Every migration, by name; names sort in the order they apply. Add new files here. */
@@ -33,5 +34,6 @@ export const migrations: Record<string, Migration> = {
   '2026_11_24_0014_events_fewer_indexes': eventsFewerIndexes,
   '2026_11_24_0015_months_through': monthsThrough,
   '2026_11_25_0016_fold_parts': foldParts,
+  '2026_11_27_0017_webhook_subscription_versions': webhookSubscriptionVersions,
   '2026_11_27_0018_webhook_secrets_encrypted': webhookSecretsEncrypted,
 };

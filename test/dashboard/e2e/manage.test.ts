@@ -167,7 +167,7 @@ describe('managing the organisation from the dashboard in Chromium', { timeout: 
     await page.goto('/dashboard/webhooks');
     const rows = await tableRows(page, 'main table');
     const row = rows.find((r) => r[0]?.startsWith(broken.url));
-    expect(row?.[2]).toBe('▲ Failing');
+    expect(row?.[1]).toBe('▲ Failing');
     expect(Number(row?.[3])).toBeGreaterThanOrEqual(5);
     await page.goto('/dashboard');
     expect(await page.getByRole('alert').filter({ hasText: 'Webhook failing' }).count()).toBe(1);

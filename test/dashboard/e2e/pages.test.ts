@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { createApiKey, revokeApiKey } from '../../../src/orgs/api-keys.js';
-import { count, hours, money } from '../../../src/dashboard/format.js';
+import { count, decimal, hours, money } from '../../../src/dashboard/format.js';
 import { startE2E, tableRows, type E2E } from './browser.js';
 import { seedEvents, XSS_AGENT } from './seed.js';
 import type { RefRow as Row } from '../../reports/reference.js';
@@ -118,7 +118,7 @@ describe('dashboard pages in Chromium', { timeout: 90_000 }, () => {
 
     // The chart has its table as text alternative, one row per day with events.
     const days = await api<{ rows: Row[] }>('/v1/reports/cost-saved?period=30d&group_by=day');
-    expect(await page.locator('figure.chart svg polyline').count()).toBe(2);
+    expect(await page.locator('figure.chart svg:visible polyline:not(.partial)').count()).toBe(2);
     const trend = await tableRows(page, '#trend-table');
     expect(trend.length).toBe(days.rows.length);
   });
@@ -143,10 +143,13 @@ describe('dashboard pages in Chromium', { timeout: 90_000 }, () => {
     await expect.poll(() => page.url()).toContain('sort=net_saved');
     const query = 'period=90d&group_by=task_type%2Cclient&sort=net_saved&top=6&outcome=success';
     const report = await api<{ rows: Row[] }>(`/v1/reports/time-saved?${query}`);
+    const types = await api<{ data: Array<{ key: string; display_name: string }> }>('/v1/task-types');
+    const typeName = new Map(types.data.map((t) => [t.key, t.display_name]));
     const rows = await tableRows(page, '#report-table');
+    // A task type by its name, its key under it.
     expect(rows).toEqual(
       report.rows.map((r) => [
-        r.group.task_type ?? '(none)',
+        `${typeName.get(r.group.task_type ?? '') ?? '?'} ${r.group.task_type ?? '?'}`,
         r.group.client_id ?? '(none)',
         count(r.events),
         hours(r.hours_saved),
@@ -155,7 +158,7 @@ describe('dashboard pages in Chromium', { timeout: 90_000 }, () => {
         eur(r.net_saved),
       ]),
     );
-    expect(await page.locator('.report-chart svg rect.bar').count()).toBe(report.rows.length);
+    expect(await page.locator('.report-chart svg:visible rect.bar').count()).toBe(report.rows.length);
 
     // A reload keeps the view: its state is in the URL.
     await page.reload();
@@ -194,7 +197,8 @@ describe('dashboard pages in Chromium', { timeout: 90_000 }, () => {
     const derivation = (await page.locator('.derivation').textContent()) ?? '';
     expect(derivation).toContain(`${String(event.resolved_baseline_minutes)} minutes`);
     expect(derivation).toContain("Tally's built-in default");
-    expect(derivation).toContain(`${hours(event.hours_saved as number)} h`);
+    // The exact hours, so the multiplication on the page comes out at the cost saved shown.
+    expect(derivation).toContain(`${decimal(event.hours_saved as number)} h × €`);
     expect(derivation).toContain("the organisation's default hourly rate");
     const fields = await page.locator('table.fields').textContent();
     for (const key of [
