@@ -7,6 +7,7 @@
  */
 import { DEFAULT_PLANS } from '../src/billing/plans.js';
 import { loadConfig } from '../src/config.js';
+import { newSecretKey } from '../src/crypto/secret-box.js';
 import { createOrganization } from '../src/orgs/organizations.js';
 import { startService } from '../src/service.js';
 import { systemClock } from '../src/clock.js';
@@ -21,6 +22,8 @@ const base = loadConfig({
   TALLY_WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
   // How far behind the stage may be before batches wait for it (tracking/ingest-gate.ts).
   TALLY_INGEST_MAX_LAG_SECONDS: process.env.TALLY_INGEST_MAX_LAG_SECONDS,
+  // The run's webhooks are created and delivered by this process: a key of its own will do.
+  TALLY_SECRET_KEY: process.env.TALLY_SECRET_KEY ?? newSecretKey(),
 });
 const config = {
   ...base,

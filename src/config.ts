@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { parsePlanTable, type PlanTable, DEFAULT_PLANS } from './billing/plans.js';
+import { parseSecretKey, SecretBox } from './crypto/secret-box.js';
 
 export type Role = 'api' | 'worker' | 'all';
 
@@ -45,6 +46,12 @@ export interface Config {
    * settles them (TALLY_OTLP_HOLD_SECONDS; docs/opentelemetry.md).
    */
   otlpHoldSeconds: number;
+  /**
+   * Encrypts webhook signing secrets at rest (TALLY_SECRET_KEY, and TALLY_SECRET_KEY_PREVIOUS
+   * for opening what older keys sealed). Null when unset: start-up then uses a key file beside a
+   * SQLite database, or stops (crypto/secret-keys.ts).
+   */
+  secretBox: SecretBox | null;
 }
 
 export interface DatabaseTimeouts {
@@ -125,6 +132,38 @@ function plans(env: Env): PlanTable {
   } catch (error) {
     throw new ConfigError(`TALLY_PLANS_FILE is invalid: ${(error as Error).message}`);
   }
+}
+
+const KEY_HINT = '32 random bytes in base64 (e.g. the output of `openssl rand -base64 32`)';
+
+/** One key, or a comma-separated list; the message never repeats a value (it is a secret). */
+function secretKeys(env: Env, name: string): Buffer[] {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return [];
+  return raw.split(',').map((text, i, all) => {
+    const key = parseSecretKey(text);
+    if (key === null) {
+      const which = all.length > 1 ? ` (entry ${i + 1} of ${all.length})` : '';
+      throw new ConfigError(`${name}${which} must be ${KEY_HINT}`);
+    }
+    return key;
+  });
+}
+
+function secretBox(env: Env): SecretBox | null {
+  const current = secretKeys(env, 'TALLY_SECRET_KEY');
+  const previous = secretKeys(env, 'TALLY_SECRET_KEY_PREVIOUS');
+  const [key, ...more] = current;
+  if (key === undefined) {
+    if (previous.length > 0) {
+      throw new ConfigError(
+        'TALLY_SECRET_KEY_PREVIOUS is set but TALLY_SECRET_KEY is not: set the current key too',
+      );
+    }
+    return null;
+  }
+  if (more.length > 0) throw new ConfigError(`TALLY_SECRET_KEY must be one key, ${KEY_HINT}`);
+  return new SecretBox(key, previous);
 }
 
 export function loadConfig(env: Env = process.env): Config {
@@ -214,5 +253,6 @@ export function loadConfig(env: Env = process.env): Config {
         : integer(env, 'TALLY_FOLD_BATCH', 0, 1, 10_000_000),
     ingestMaxLagSeconds: integer(env, 'TALLY_INGEST_MAX_LAG_SECONDS', 12, 0, 86_400),
     otlpHoldSeconds: integer(env, 'TALLY_OTLP_HOLD_SECONDS', 3_600, 1, 86_400),
+    secretBox: secretBox(env),
   };
 }

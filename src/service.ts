@@ -3,12 +3,14 @@ import type { FastifyInstance } from 'fastify';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import type { ServiceCtx } from './context.js';
+import { withSecretBox } from './crypto/secret-keys.js';
 import { buildApp } from './http/server.js';
 import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './http/rate-limit.js';
 import { countOrganizations, createOrganization } from './orgs/organizations.js';
 import { migrateStorage, openStorage, takeSqliteWriteLock, type Storage } from './storage/db.js';
 import { foldStageFor, type FoldStage } from './tracking/fold.js';
 import { foldThreadFor } from './tracking/fold-thread.js';
+import { resealWebhookSecrets } from './webhooks/secret-storage.js';
 import { DeliveryWorker } from './webhooks/worker.js';
 import { HeldSpanSweeper } from './otlp/sweeper.js';
 
@@ -53,7 +55,9 @@ export interface RunningService {
   stop(): Promise<void>;
 }
 
-export async function startService(config: Config, clock: Clock = systemClock): Promise<RunningService> {
+export async function startService(configured: Config, clock: Clock = systemClock): Promise<RunningService> {
+  // Before anything opens: without a key for the secrets at rest, nothing starts.
+  const config = withSecretBox(configured);
   let app: FastifyInstance | null = null;
   // The HTTP logger once the app exists; stderr for a worker-only process.
   const log = (level: 'warn' | 'error', message: string, error?: unknown) => {
@@ -69,6 +73,8 @@ export async function startService(config: Config, clock: Clock = systemClock): 
   });
   await migrateStorage(storage, config.databaseUrl, { timeouts: config.database });
   const ctx: ServiceCtx = { db: storage.db, engine: storage.engine, clock, config };
+  // Rows from before secrets were encrypted are sealed before the worker reads any.
+  await resealWebhookSecrets(ctx, { only: 'plaintext' });
   const bootstrapKey = await bootstrapDefaultOrganization(ctx);
   if (bootstrapKey) {
     process.stdout.write(

@@ -2,12 +2,14 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { systemClock } from '../clock.js';
 import { loadConfig, type Config } from '../config.js';
 import type { ServiceCtx } from '../context.js';
+import { withSecretBox } from '../crypto/secret-keys.js';
 import { isPlanName, type PlanName } from '../billing/plans.js';
 import { createApiKey, listApiKeys, organizationOfKey, revokeApiKey } from '../orgs/api-keys.js';
 import { createOrganization, listOrganizations, organizationView, setPlan } from '../orgs/organizations.js';
 import { updateSettings } from '../settings/settings.js';
 import { migrateStorage, openStorage } from '../storage/db.js';
 import { queueDigestWeekAt } from '../webhooks/digest.js';
+import { resealWebhookSecrets } from '../webhooks/secret-storage.js';
 import { DeliveryWorker } from '../webhooks/worker.js';
 import { print } from './output.js';
 import { registerOtlpCommands } from '../otlp/cli.js';
@@ -39,9 +41,16 @@ function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
 }
 
-/** Opens storage (migrated), runs `fn` with a service context, closes storage. */
-async function withCtx<T>(fn: (ctx: ServiceCtx) => Promise<T>): Promise<T> {
-  const config = loadConfig();
+/**
+ * Opens storage (migrated), runs `fn` with a service context, closes storage. With `secrets`,
+ * the context can seal and open secrets at rest, and the command stops without a key as `serve`
+ * does; the other commands need none.
+ */
+async function withCtx<T>(
+  fn: (ctx: ServiceCtx) => Promise<T>,
+  options: { secrets?: boolean } = {},
+): Promise<T> {
+  const config = options.secrets ? withSecretBox(loadConfig()) : loadConfig();
   const storage = openStorage(config.databaseUrl, { timeouts: config.database });
   try {
     await migrateStorage(storage, config.databaseUrl, { timeouts: config.database });
@@ -261,18 +270,21 @@ export function buildCli(): Command {
       // A later time would send a week that has not ended and mark it sent for good.
       if (at !== null && at.getTime() > Date.now())
         throw new InvalidArgumentError('--at must not be in the future');
-      const queued = await withCtx(async (ctx) => {
-        const result = await queueDigestWeekAt({ ctx, at: at ?? ctx.clock.now() });
-        // Deliver now with the real clock, but without the scheduler's own pass: it would queue
-        // the week due by the real clock too. What fails stays queued for the running workers.
-        const worker = new DeliveryWorker(ctx);
-        try {
-          await worker.deliverOnce();
-        } finally {
-          await worker.stop();
-        }
-        return result;
-      });
+      const queued = await withCtx(
+        async (ctx) => {
+          const result = await queueDigestWeekAt({ ctx, at: at ?? ctx.clock.now() });
+          // Deliver now with the real clock, but without the scheduler's own pass: it would queue
+          // the week due by the real clock too. What fails stays queued for the running workers.
+          const worker = new DeliveryWorker(ctx);
+          try {
+            await worker.deliverOnce();
+          } finally {
+            await worker.stop();
+          }
+          return result;
+        },
+        { secrets: true },
+      );
       print(opts.json, { queued }, () =>
         queued.length === 0
           ? ['no digest was due (or every due digest was already sent)']
@@ -281,6 +293,35 @@ export function buildCli(): Command {
     });
 
   registerOtlpCommands(program, withCtx);
+
+  const secrets = program
+    .command('secrets')
+    .description('Secrets stored encrypted (webhook signing secrets)');
+  secrets
+    .command('rotate')
+    .description(
+      'Encrypt every stored secret with TALLY_SECRET_KEY (what older keys in TALLY_SECRET_KEY_PREVIOUS sealed, and any still in plaintext)',
+    )
+    .option('--json', 'machine-readable output', false)
+    .action(async (opts: { json: boolean }) => {
+      const counts = await withCtx(
+        async (ctx) => ({
+          key_id: ctx.config.secretBox?.keyId ?? null,
+          ...(await resealWebhookSecrets(ctx, { only: 'all' })),
+        }),
+        { secrets: true },
+      );
+      print(opts.json, counts, () => [
+        `${counts.sealed} webhook secrets sealed with key ${String(counts.key_id)}.`,
+        ...(counts.unreadable.length > 0
+          ? [
+              `${counts.unreadable.length} could not be opened (their key is not configured): ${counts.unreadable.join(', ')}`,
+            ]
+          : []),
+      ]);
+      // Rows left under a key that is not configured: the old key cannot be dropped yet.
+      if (counts.unreadable.length > 0) process.exitCode = 1;
+    });
 
   return program;
 }

@@ -2,6 +2,7 @@ import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, ERROR_STATUS, type ErrorCode, type ErrorDetail } from '../errors.js';
 import { newId } from '../ids.js';
+import { registerBodyDecoding } from './content-encoding.js';
 import { errorBody, sendError } from './errors.js';
 import { parseJsonBody } from './json-body.js';
 import { unstorableIssues } from './storable.js';
@@ -27,9 +28,11 @@ function bodyOutsideItems(request: FastifyRequest): unknown {
  * Classes of input every route refuses at the edge, before its own validation, the same way on
  * both engines: JSON bodies too deep, with a key twice or a prototype key (json-body.ts); strings
  * neither engine stores as sent and numbers that are not finite, in the path, query string,
- * headers and body (storable.ts); too many query parameters.
+ * headers and body (storable.ts); too many query parameters. Compressed bodies are decoded first,
+ * within the route's body limit (content-encoding.ts).
  */
 export function registerInputGuard(app: FastifyInstance): void {
+  registerBodyDecoding(app);
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
     try {

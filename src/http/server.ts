@@ -8,11 +8,13 @@ import type { AppDeps } from './app-types.js';
 import { registerAuth } from './auth.js';
 import { handleError, sendError } from './errors.js';
 import { clientErrorHandler, frameworkErrors, registerInputGuard } from './input-guard.js';
+import { serializeRequest } from './log-redaction.js';
 import { createMetrics } from './metrics.js';
 import { SWAGGER_OPTIONS } from './openapi.js';
 import { TailMeter, foldErrorCounts, foldLag } from '../tracking/fold.js';
 import { IngestGate } from '../tracking/ingest-gate.js';
 import { registerServiceRoutes } from './service-routes.js';
+import { registerGracefulShutdown } from './shutdown.js';
 import { registerTrackingRoutes } from '../tracking/routes.js';
 import { registerSettingsRoutes } from '../settings/routes.js';
 import { registerReportRoutes } from '../reports/routes.js';
@@ -41,13 +43,18 @@ function makeAjv(coerce: boolean): Ajv {
 }
 
 export interface BuildOptions {
-  logger?: boolean | { level: string };
+  /** false: no logs; else the level (default TALLY_LOG_LEVEL) and where they go (default stdout). */
+  logger?: false | { level: string; stream?: { write(line: string): void } };
 }
 
 export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promise<FastifyInstance> {
   const timeouts = deps.config.http;
   const app = Fastify({
-    logger: options.logger ?? { level: deps.config.logLevel },
+    // Request lines show the URL with secrets sent in its query string redacted.
+    logger:
+      options.logger === false
+        ? false
+        : { ...(options.logger ?? { level: deps.config.logLevel }), serializers: { req: serializeRequest } },
     // Slow clients (one that sends its headers and a few bytes, then stalls) must not hold a
     // connection, or shutdown, for ever. Node checks the request and header timeouts on an
     // interval (30 s by default), so it is kept well below the shortest of them.
@@ -102,23 +109,10 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
   app.setNotFoundHandler((request, reply) =>
     sendError(reply, new AppError('not_found', `No route ${request.method} ${request.url.split('?')[0]}.`)),
   );
-  // Shutting down: requests already running finish; each answer then closes its connection, so
-  // keep-alive clients let go at once instead of holding close() until their keep-alive timeout;
-  // requests that still arrive get a 503.
-  let closing = false;
-  app.addHook('preClose', async () => {
-    closing = true;
-    // A batch waiting for the folding stage is stored now, before its connection is closed.
-    app.ingestGate?.close();
-  });
   app.addHook('onRequest', async (request, reply) => {
     reply.header('X-Request-Id', request.id);
-    if (closing) throw new AppError('service_unavailable', 'The server is shutting down; retry shortly.');
   });
-  app.addHook('onSend', async (_request, reply, payload) => {
-    if (closing) reply.header('Connection', 'close');
-    return payload;
-  });
+  registerGracefulShutdown(app, deps.config.shutdownTimeoutMs);
   app.addHook('onResponse', async (request, reply) => {
     const route = request.routeOptions.url ?? 'unmatched';
     app.metrics.requests.inc({ method: request.method, route, status: String(reply.statusCode) });

@@ -172,7 +172,14 @@ export interface WebhooksTable {
   description: string | null;
   /** JSON array of subscribed event types. */
   event_types: string;
+  /**
+   * The signing secret, sealed (crypto/secret-box.ts; webhooks/secret-storage.ts opens it).
+   * Plaintext only in rows written before encryption, whose `secret_key_id` is null until
+   * start-up seals them.
+   */
   secret: string;
+  /** The id of the key that sealed `secret`; null: not sealed yet. */
+  secret_key_id: string | null;
   status: string;
   consecutive_failures: number;
   /** When `weekly.digest` was subscribed: no digest is owed for weeks sent before it. */

@@ -1,7 +1,9 @@
 import { sql } from 'kysely';
 import type { ServiceCtx } from '../context.js';
+import { SecretBoxError } from '../crypto/secret-box.js';
 import { randomAlnum } from '../ids.js';
 import type { MessageType } from './event-types.js';
+import { openWebhookSecret } from './secret-storage.js';
 
 export interface ClaimedDelivery {
   id: string;
@@ -14,7 +16,8 @@ export interface ClaimedDelivery {
   /** The number of the attempt this claim makes (1-based); never sent under this number again. */
   attempt: number;
   url: string;
-  secret: string;
+  /** The signing secret, opened; an error instead when it cannot be (its key is not configured). */
+  secret: { ok: string } | { error: string };
   /** The claim token, new at each claim: only its holder may record the result. */
   token: string;
 }
@@ -130,6 +133,7 @@ export async function claimDueDeliveries({
       'm.created_at',
       'w.url',
       'w.secret',
+      'w.secret_key_id',
     ])
     .where(
       'd.id',
@@ -148,9 +152,22 @@ export async function claimDueDeliveries({
     messageCreatedAt: Number(r.created_at),
     attempt: attempts.get(r.id) ?? 1,
     url: r.url,
-    secret: r.secret,
+    secret: signingSecret(ctx, { id: r.webhook_id, secret: r.secret, secret_key_id: r.secret_key_id }),
     token,
   }));
+}
+
+function signingSecret(
+  ctx: ServiceCtx,
+  row: Parameters<typeof openWebhookSecret>[1],
+): ClaimedDelivery['secret'] {
+  try {
+    return { ok: openWebhookSecret(ctx, row) };
+  } catch (error) {
+    if (!(error instanceof SecretBoxError)) throw error;
+    const hint = error.reason === 'unknown_key' ? '; configure that key in TALLY_SECRET_KEY_PREVIOUS' : '';
+    return { error: `the signing secret cannot be decrypted: ${error.message}${hint}` };
+  }
 }
 
 /** Claims whose lease ran out: their worker died (or hung) before recording the attempt. */

@@ -24,9 +24,22 @@ export async function deliverMessage({
   record: (outcome: AttemptRecord) => Promise<boolean>;
 }): Promise<boolean> {
   const startedAt = ctx.clock.now();
+  const attempt = {
+    deliveryId: delivery.id,
+    webhookId: delivery.webhookId,
+    type: delivery.type,
+    attempt: delivery.attempt,
+    token: delivery.token,
+    startedAt: startedAt.getTime(),
+  };
+  if ('error' in delivery.secret) {
+    // Unsigned, it would be refused anyway: the attempt fails here, in the delivery log.
+    const failure = { statusCode: null, responseBody: null, signature: null, durationMs: 0 };
+    return record({ ...attempt, ...failure, error: delivery.secret.error });
+  }
   const body = envelopeOf(delivery);
   const signed = signDelivery({
-    secret: delivery.secret,
+    secret: delivery.secret.ok,
     messageId: delivery.messageId,
     body,
     at: startedAt,
@@ -45,17 +58,12 @@ export async function deliverMessage({
     },
   });
   return record({
-    deliveryId: delivery.id,
-    webhookId: delivery.webhookId,
-    type: delivery.type,
-    attempt: delivery.attempt,
-    token: delivery.token,
+    ...attempt,
     statusCode: outcome.statusCode,
     responseBody: outcome.responseBody,
     error: outcome.error,
     signature: signed['X-Tally-Signature'],
     durationMs: outcome.durationMs,
-    startedAt: startedAt.getTime(),
   });
 }
 

@@ -4,6 +4,7 @@ import { notFound } from '../errors.js';
 import { newId } from '../ids.js';
 import type { WebhookRow } from '../storage/schema.js';
 import type { SubscribableEventType, WebhookStatus } from './event-types.js';
+import { sealWebhookSecret } from './secret-storage.js';
 import { newWebhookSecret } from './signing.js';
 import { forgetSubscription, recordSubscription } from './subscription-versions.js';
 import { checkWebhookUrl } from './url-policy.js';
@@ -32,13 +33,16 @@ export interface CreateWebhookInput {
 export async function createWebhook({ ctx, input }: { ctx: OrgCtx; input: CreateWebhookInput }) {
   const url = checkWebhookUrl(input.url, ctx.config.webhookAllowPrivateNetworks);
   const at = ctx.clock.now();
+  const id = newId('wh', at);
+  // Stored sealed; the plaintext is in this answer only.
+  const secret = newWebhookSecret();
   const row: WebhookRow = {
-    id: newId('wh', at),
+    id,
     org_id: ctx.org.id,
     url,
     description: input.description ?? null,
     event_types: JSON.stringify(input.event_types),
-    secret: newWebhookSecret(),
+    ...sealWebhookSecret(ctx, id, secret),
     status: 'active',
     consecutive_failures: 0,
     digest_since: input.event_types.includes('weekly.digest') ? at.getTime() : null,
@@ -58,7 +62,7 @@ export async function createWebhook({ ctx, input }: { ctx: OrgCtx; input: Create
       { ...ctx, db: trx },
       { action: 'webhook.created', target: `webhook:${row.id}`, before: null, after: view },
     );
-    return { ...view, secret: row.secret };
+    return { ...view, secret };
   });
 }
 

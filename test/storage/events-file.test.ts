@@ -16,6 +16,7 @@ import { createWebhook } from '../../src/webhooks/subscriptions.js';
 import { createTestStorage, ENGINES } from '../support/engines.js';
 import { tempFile } from '../support/temp.js';
 import { expectFoldedOnce } from '../tracking/folded-once.js';
+import { TEST_SECRET_KEY } from '../support/secret-key.js';
 
 /**
  * SQLite keeps what a track request writes (events, agents, idempotency keys) in a file of its
@@ -53,7 +54,10 @@ async function rowsOf(db: Db, schema: 'main' | 'ingest', table: string): Promise
 
 /** A service context on `storage` (folding left to the test, on a fixed clock) and a new organisation's. */
 async function orgOn(storage: Storage, env: Record<string, string> = {}) {
-  const config = { ...loadConfig({ TALLY_LOG_LEVEL: 'silent', ...env }), foldInline: false };
+  const config = {
+    ...loadConfig({ TALLY_LOG_LEVEL: 'silent', TALLY_SECRET_KEY: TEST_SECRET_KEY, ...env }),
+    foldInline: false,
+  };
   const ctx = {
     db: storage.db,
     engine: storage.engine,

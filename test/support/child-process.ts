@@ -5,16 +5,20 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { openStorage, type Engine, type Storage } from '../../src/storage/db.js';
+import { TEST_SECRET_KEY } from './secret-key.js';
 
 const POSTGRES_URL = process.env.TALLY_TEST_POSTGRES_URL;
 
 /** The command line of the real CLI, run from source. */
 export const CLI = ['--import', 'tsx', 'src/cli/main.ts'];
 
-/** Environment of a child process: ours without any TALLY_ setting, plus `env`. */
+/**
+ * Environment of a child process: ours without any TALLY_ setting, plus the test key for secrets
+ * at rest (`TALLY_SECRET_KEY: ''` leaves it unset), plus `env`.
+ */
 export function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   const base = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('TALLY_')));
-  return { ...base, TALLY_LOG_LEVEL: 'silent', ...env };
+  return { ...base, TALLY_LOG_LEVEL: 'silent', TALLY_SECRET_KEY: TEST_SECRET_KEY, ...env };
 }
 
 export interface CliResult {

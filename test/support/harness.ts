@@ -8,6 +8,7 @@ import { MemoryRateLimiter, type RateLimiter } from '../../src/http/rate-limit.j
 import { createOrganization, getOrganization } from '../../src/orgs/organizations.js';
 import type { Engine } from '../../src/storage/db.js';
 import { createTestStorage, type TestStorage } from './engines.js';
+import { TEST_SECRET_KEY } from './secret-key.js';
 import { unlimited } from '../reports/unlimited.js';
 import { watchResponses } from './openapi.js';
 
@@ -44,6 +45,8 @@ export interface HarnessOptions {
   now?: string;
   env?: Record<string, string>;
   rateLimiter?: RateLimiter;
+  /** Where the app's logs go, at level info; none when unset. */
+  logStream?: { write(line: string): void };
 }
 
 /**
@@ -60,11 +63,16 @@ export async function createHarness(engine: Engine, options: HarnessOptions = {}
   const clock = new ManualClock(options.now ?? '2026-11-20T12:00:00.000Z');
   // Track calls fold their events before answering (fold.ts), so tests may read the rollups,
   // usage counts and webhook messages right after tracking; tests of the tail turn it off.
-  const config = loadConfig({ TALLY_LOG_LEVEL: 'silent', TALLY_FOLD_INLINE: 'true', ...options.env });
+  const config = loadConfig({
+    TALLY_LOG_LEVEL: 'silent',
+    TALLY_FOLD_INLINE: 'true',
+    TALLY_SECRET_KEY: TEST_SECRET_KEY,
+    ...options.env,
+  });
   const ctx: ServiceCtx = { db: storage.db, engine, clock, config };
   const app = await buildApp(
     { storage, config, clock, rateLimiter: options.rateLimiter ?? new MemoryRateLimiter() },
-    { logger: false },
+    { logger: options.logStream ? { level: 'info', stream: options.logStream } : false },
   );
   // Every answer of every test must be one the OpenAPI document declares (checked at close()).
   const watched = watchResponses(app);

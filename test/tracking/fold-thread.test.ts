@@ -12,6 +12,7 @@ import { createWebhook } from '../../src/webhooks/subscriptions.js';
 import { createTestStorage, type TestStorage } from '../support/engines.js';
 import { tempFile } from '../support/temp.js';
 import { expectFoldedOnce } from './folded-once.js';
+import { TEST_SECRET_KEY } from '../support/secret-key.js';
 
 /**
  * The folding thread of a SQLite file (fold-thread.ts): SQLite only, since PostgreSQL folds in
@@ -25,7 +26,11 @@ describe('the folding thread of a SQLite file', () => {
 
   beforeAll(async () => {
     storage = await createTestStorage('sqlite', { file: tempFile('tally-fold-thread-', 'db.sqlite') });
-    const config = loadConfig({ TALLY_LOG_LEVEL: 'silent', TALLY_WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });
+    const config = loadConfig({
+      TALLY_LOG_LEVEL: 'silent',
+      TALLY_WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+      TALLY_SECRET_KEY: TEST_SECRET_KEY,
+    });
     const ctx: ServiceCtx = {
       db: storage.db,
       engine: 'sqlite',

@@ -24,6 +24,7 @@ import {
   randomEvents,
   rowsAndDeltas,
 } from './derived.js';
+import { TEST_SECRET_KEY } from '../support/secret-key.js';
 
 const NOW = Date.parse('2026-11-20T12:00:00.000Z');
 const DAY = 86_400_000;
@@ -485,7 +486,11 @@ describe.each(ENGINES)('two folding stages racing, while tracking goes on (%s)',
   it.each(racing)(
     'folds every event exactly once and writes every webhook message once (parts at once from a tail of $parallelFrom, deferred from $deferFrom)',
     async ({ parallelFrom, deferFrom }) => {
-      const config = loadConfig({ TALLY_LOG_LEVEL: 'silent', TALLY_WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });
+      const config = loadConfig({
+        TALLY_LOG_LEVEL: 'silent',
+        TALLY_WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+        TALLY_SECRET_KEY: TEST_SECRET_KEY,
+      });
       const clock = new ManualClock('2026-11-20T12:00:00.000Z');
       const ctxA: ServiceCtx = { db: a.db, engine, clock, config };
       const ctxB: ServiceCtx = { db: b.db, engine, clock, config };

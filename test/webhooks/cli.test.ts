@@ -9,6 +9,7 @@ import { loadConfig } from '../../src/config.js';
 import { createOrganization } from '../../src/orgs/organizations.js';
 import { createWebhook } from '../../src/webhooks/subscriptions.js';
 import { createTestStorage } from '../support/engines.js';
+import { TEST_SECRET_KEY } from '../support/secret-key.js';
 import { startReceiver } from './receiver.js';
 
 const run = promisify(execFile);
@@ -23,7 +24,11 @@ describe('tally digests send (sqlite file)', () => {
     const receiver = await startReceiver();
     const file = join(dir, 'tally.db');
     const storage = await createTestStorage('sqlite', { file });
-    const env = { TALLY_WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', TALLY_DATABASE_URL: `sqlite:${file}` };
+    const env = {
+      TALLY_WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+      TALLY_DATABASE_URL: `sqlite:${file}`,
+      TALLY_SECRET_KEY: TEST_SECRET_KEY,
+    };
     const ctx = {
       db: storage.db,
       engine: 'sqlite' as const,

@@ -15,6 +15,7 @@ import { createWebhook } from '../../src/webhooks/subscriptions.js';
 import { createTestStorage, ENGINES } from '../support/engines.js';
 import { createHarness, pausedStageOptions, type Harness, type TestOrg } from '../support/harness.js';
 import { tempFile } from '../support/temp.js';
+import { TEST_SECRET_KEY } from '../support/secret-key.js';
 
 const NOW = Date.parse('2026-11-20T12:00:00.000Z');
 
@@ -427,7 +428,10 @@ describe('a webhook change between two passes of a SQLite file', () => {
   it('events committed during a pass and folded after a webhook was created are not sent to it', async () => {
     const storage = await createTestStorage('sqlite', { file: tempFile('tally-commit-order-', 'two.db') });
     try {
-      const config = { ...loadConfig({ TALLY_LOG_LEVEL: 'silent' }), foldInline: false };
+      const config = {
+        ...loadConfig({ TALLY_LOG_LEVEL: 'silent', TALLY_SECRET_KEY: TEST_SECRET_KEY }),
+        foldInline: false,
+      };
       const ctx: ServiceCtx = {
         db: storage.db,
         engine: 'sqlite',

@@ -11,6 +11,7 @@ import { createWebhook } from '../../src/webhooks/subscriptions.js';
 import { enqueueMessage } from '../../src/webhooks/outbox.js';
 import { DeliveryWorker } from '../../src/webhooks/worker.js';
 import { createTestStorage } from '../support/engines.js';
+import { TEST_SECRET_KEY } from '../support/secret-key.js';
 import { startReceiver } from './receiver.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'tally-kill-'));
@@ -21,7 +22,11 @@ describe('a `tally worker` process killed mid-delivery (sqlite file)', () => {
   it('loses nothing: after restart the delivery completes under the next attempt number', async () => {
     const receiver = await startReceiver('hang');
     const file = join(dir, 'tally.db');
-    const env = { TALLY_WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', TALLY_DATABASE_URL: `sqlite:${file}` };
+    const env = {
+      TALLY_WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+      TALLY_DATABASE_URL: `sqlite:${file}`,
+      TALLY_SECRET_KEY: TEST_SECRET_KEY,
+    };
     const storage = await createTestStorage('sqlite', { file });
     const config = loadConfig({ ...env, TALLY_LOG_LEVEL: 'silent' });
     const ctx: ServiceCtx = { db: storage.db, engine: 'sqlite', clock: new ManualClock(), config };

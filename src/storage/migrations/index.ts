@@ -15,6 +15,7 @@ import * as eventsFewerIndexes from './2026_11_24_0014_events_fewer_indexes.js';
 import * as monthsThrough from './2026_11_24_0015_months_through.js';
 import * as foldParts from './2026_11_25_0016_fold_parts.js';
 import * as webhookSubscriptionVersions from './2026_11_27_0017_webhook_subscription_versions.js';
+import * as webhookSecretsEncrypted from './2026_11_27_0018_webhook_secrets_encrypted.js';
 import * as otlp from './2026_11_28_0040_otlp.js';
 
 /** Every migration, by name; names sort in the order they apply. Add new files here. */
@@ -35,5 +36,6 @@ export const migrations: Record<string, Migration> = {
   '2026_11_24_0015_months_through': monthsThrough,
   '2026_11_25_0016_fold_parts': foldParts,
   '2026_11_27_0017_webhook_subscription_versions': webhookSubscriptionVersions,
+  '2026_11_27_0018_webhook_secrets_encrypted': webhookSecretsEncrypted,
   '2026_11_28_0040_otlp': otlp,
 };
