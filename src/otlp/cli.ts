@@ -37,6 +37,7 @@ export function registerOtlpCommands(program: Command, withCtx: WithCtx): void {
 
   mappings
     .command('list')
+    .description("List the organisation's mapping rules, in the order they are tried")
     .requiredOption('--org <id>', 'organisation id')
     .option('--json', 'machine-readable output', false)
     .action(async (opts: { org: string; json: boolean }) => {
@@ -112,6 +113,7 @@ export function registerOtlpCommands(program: Command, withCtx: WithCtx): void {
 
   mappings
     .command('remove')
+    .description('Delete a mapping rule (runs already tracked keep their task type)')
     .argument('<rule_id>', 'the rule id (map_…)')
     .requiredOption('--org <id>', 'organisation id')
     .option('--json', 'machine-readable output', false)
