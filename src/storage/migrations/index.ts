@@ -14,6 +14,9 @@ import * as coarseThrough from './2026_11_24_0013_coarse_through.js';
 import * as eventsFewerIndexes from './2026_11_24_0014_events_fewer_indexes.js';
 import * as monthsThrough from './2026_11_24_0015_months_through.js';
 import * as foldParts from './2026_11_25_0016_fold_parts.js';
+import * as budgets from './2026_11_28_0050_budgets.js';
+import * as payback from './2026_11_28_0051_payback.js';
+import * as reportEmails from './2026_11_28_0052_report_emails.js';
 
 /** Every migration, by name; names sort in the order they apply. Add new files here. */
 export const migrations: Record<string, Migration> = {
@@ -32,4 +35,7 @@ export const migrations: Record<string, Migration> = {
   '2026_11_24_0014_events_fewer_indexes': eventsFewerIndexes,
   '2026_11_24_0015_months_through': monthsThrough,
   '2026_11_25_0016_fold_parts': foldParts,
+  '2026_11_28_0050_budgets': budgets,
+  '2026_11_28_0051_payback': payback,
+  '2026_11_28_0052_report_emails': reportEmails,
 };
