@@ -21,6 +21,7 @@ import { registerAuditRoutes } from '../audit/routes.js';
 import { registerWebhookRoutes } from '../webhooks/routes.js';
 import { registerDashboard } from '../dashboard/routes.js';
 import { registerReference } from '../reference/routes.js';
+import { registerForecastRoutes } from '../forecast/routes.js';
 
 const addFormats = addFormatsModule.default;
 export const BODY_LIMIT_BYTES = 64 * 1024;
@@ -134,6 +135,7 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     registerSettingsRoutes(v1);
     registerReportRoutes(v1);
     registerWebhookRoutes(v1);
+    registerForecastRoutes(v1);
   });
   await registerDashboard(app);
   registerReference(app);
