@@ -13,7 +13,13 @@ export type AuditAction =
   | 'webhook.deleted'
   | 'webhook.deactivated'
   | 'api_key.created'
-  | 'api_key.revoked';
+  | 'api_key.revoked'
+  | 'budget.created'
+  | 'budget.updated'
+  | 'budget.deleted'
+  | 'fixed_cost.created'
+  | 'fixed_cost.updated'
+  | 'fixed_cost.deleted';
 
 export interface AuditEntry {
   action: AuditAction;

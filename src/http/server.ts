@@ -22,6 +22,7 @@ import { registerWebhookRoutes } from '../webhooks/routes.js';
 import { registerDashboard } from '../dashboard/routes.js';
 import { registerReference } from '../reference/routes.js';
 import { registerForecastRoutes } from '../forecast/routes.js';
+import { registerBudgetRoutes } from '../budgets/routes.js';
 
 const addFormats = addFormatsModule.default;
 export const BODY_LIMIT_BYTES = 64 * 1024;
@@ -136,6 +137,7 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     registerReportRoutes(v1);
     registerWebhookRoutes(v1);
     registerForecastRoutes(v1);
+    registerBudgetRoutes(v1);
   });
   await registerDashboard(app);
   registerReference(app);
