@@ -157,3 +157,20 @@ export function runOutDay(
   }
   return null;
 }
+
+/**
+ * The whole days [fromDay, toDay) projected with the forecast's method and basis, each day as a
+ * day left in the month would be (payback forecasts of the months ahead).
+ */
+export function projectDays(forecast: MonthForecast, fromDay: number, toDay: number): Figures {
+  if (forecast.method === 'none') return ZERO;
+  const byDay = new Map(forecast.basisFigures.map((b) => [b.day, b.figures]));
+  let total = ZERO;
+  for (let day = fromDay; day < toDay; day++) {
+    const peers = forecast.basis
+      .filter((b) => forecast.method !== 'weekday_profile' || (day - b) % 7 === 0)
+      .map((b) => byDay.get(b) ?? ZERO);
+    total = addFigures(total, project(day, DAY_MS, peers).figures);
+  }
+  return total;
+}

@@ -23,6 +23,7 @@ import { registerDashboard } from '../dashboard/routes.js';
 import { registerReference } from '../reference/routes.js';
 import { registerForecastRoutes } from '../forecast/routes.js';
 import { registerBudgetRoutes } from '../budgets/routes.js';
+import { registerPaybackRoutes } from '../payback/routes.js';
 
 const addFormats = addFormatsModule.default;
 export const BODY_LIMIT_BYTES = 64 * 1024;
@@ -138,6 +139,7 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     registerWebhookRoutes(v1);
     registerForecastRoutes(v1);
     registerBudgetRoutes(v1);
+    registerPaybackRoutes(v1);
   });
   await registerDashboard(app);
   registerReference(app);
