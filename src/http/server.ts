@@ -24,6 +24,8 @@ import { registerReference } from '../reference/routes.js';
 import { registerForecastRoutes } from '../forecast/routes.js';
 import { registerBudgetRoutes } from '../budgets/routes.js';
 import { registerPaybackRoutes } from '../payback/routes.js';
+import { registerReportEmailRoutes } from '../report-emails/routes.js';
+import { registerUnsubscribe } from '../report-emails/unsubscribe.js';
 
 const addFormats = addFormatsModule.default;
 export const BODY_LIMIT_BYTES = 64 * 1024;
@@ -140,8 +142,10 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     registerForecastRoutes(v1);
     registerBudgetRoutes(v1);
     registerPaybackRoutes(v1);
+    registerReportEmailRoutes(v1);
   });
   await registerDashboard(app);
   registerReference(app);
+  registerUnsubscribe(app);
   return app;
 }
