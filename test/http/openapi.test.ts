@@ -365,6 +365,39 @@ describe('the OpenAPI document', () => {
       404,
     );
 
+    // Report e-mail schedules
+    h.clock.advance(1000);
+    const schedules = '/v1/report-schedules';
+    const schedule = await call(schedules, {
+      method: 'POST',
+      url: schedules,
+      payload: { frequency: 'weekly', recipients: ['cfo@acme.test'] },
+    });
+    expect(schedule.statusCode).toBe(201);
+    expect(
+      (await call(schedules, { method: 'POST', url: schedules, payload: { frequency: 'daily' } })).statusCode,
+    ).toBe(422);
+    expect((await get(schedules, schedules)).statusCode).toBe(200);
+    expect((await get(schedules, schedules, free.apiKey)).statusCode).toBe(403);
+    const scheduleId = schedule.json<{ id: string }>().id;
+    const oneSchedule = '/v1/report-schedules/{id}';
+    expect((await get(oneSchedule, `${schedules}/${scheduleId}`)).statusCode).toBe(200);
+    expect((await get(oneSchedule, `${schedules}/rsch_nope`)).statusCode).toBe(404);
+    const patchSchedule = (payload: object) =>
+      call(oneSchedule, { method: 'PATCH', url: `${schedules}/${scheduleId}`, payload });
+    expect((await patchSchedule({ frequency: 'monthly' })).statusCode).toBe(200);
+    expect((await patchSchedule({ recipients: [] })).statusCode).toBe(422);
+    const sendNow = '/v1/report-schedules/{id}/send';
+    expect((await call(sendNow, { method: 'POST', url: `${schedules}/${scheduleId}/send` })).statusCode).toBe(
+      202,
+    );
+    expect((await call(sendNow, { method: 'POST', url: `${schedules}/rsch_nope/send` })).statusCode).toBe(
+      404,
+    );
+    const deleteSchedule = { method: 'DELETE' as const, url: `${schedules}/${scheduleId}` };
+    expect((await call(oneSchedule, deleteSchedule)).statusCode).toBe(204);
+    expect((await call(oneSchedule, deleteSchedule)).statusCode).toBe(404);
+
     // Every operation answered at least one success and one error.
     const seen = checker.seen();
     for (const item of Object.values(doc.paths)) {
