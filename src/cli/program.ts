@@ -9,6 +9,7 @@ import { updateSettings } from '../settings/settings.js';
 import { migrateStorage, openStorage } from '../storage/db.js';
 import { queueDigestWeekAt } from '../webhooks/digest.js';
 import { DeliveryWorker } from '../webhooks/worker.js';
+import { registerBudgetCommands } from '../budgets/cli.js';
 import { print } from './output.js';
 
 function number(value: string): number {
@@ -246,6 +247,8 @@ export function buildCli(): Command {
       ].join('\n'),
     )
     .action(() => runUntilSignal({ ...loadConfig(), role: 'worker' }, 'finishing deliveries in flight'));
+
+  registerBudgetCommands(program, withCtx);
 
   const digests = program.command('digests').description('Weekly digest webhooks');
   digests
