@@ -10,6 +10,9 @@ import { unlimited } from '../reports/unlimited.js';
 import { ALLOW_PRIVATE, verifyTallySignature } from '../webhooks/helpers.js';
 import { startReceiver, type Receiver } from '../webhooks/receiver.js';
 import { DEFAULT_PLANS } from '../../src/billing/plans.js';
+import { simpleParser } from 'mailparser';
+import { createMailTransport } from '../../src/email/sender.js';
+import { startSmtp } from '../webhooks/smtp.js';
 
 const DAY = 86_400_000;
 const NOW = '2026-11-20T12:00:00.000Z';
@@ -189,6 +192,34 @@ describe.each(ENGINES)('budget and usage alerts (%s)', (engine) => {
       '2026-11 threshold 50',
       '2026-11 threshold 80',
     ]);
+  });
+
+  it('e-mails the admins who opted in over SMTP', async () => {
+    const smtp = await startSmtp();
+    try {
+      const { org } = await setup();
+      await budget(org, {
+        name: 'Mail me',
+        scope: 'agent',
+        scope_value: 'mail-bot',
+        amount: 10,
+        thresholds: [50],
+      });
+      await seed(await h.orgCtx(org), [spend('2026-11-20T09:00:00Z', 6, 'mail-bot')]);
+      const worker = new DeliveryWorker(h.ctx, { mailTransport: createMailTransport(smtp.url) });
+      await worker.runOnce();
+      await worker.stop();
+      const mails = await Promise.all(smtp.messages.map((m) => simpleParser(m.raw)));
+      const mine = mails.filter((m) => m.subject?.includes('"Mail me"'));
+      // The organisation's first event is today: nothing is projected, so only the threshold.
+      expect(mine.map((m) => [m.to && !Array.isArray(m.to) ? m.to.text : '', m.subject])).toEqual([
+        ['cfo@acme.test', '[Tally] Budget "Mail me" reached 50% for 2026-11'],
+      ]);
+      const crossed = mine.find((m) => m.subject?.includes('reached'));
+      expect(crossed?.text).toContain('Agent spend in 2026-11: 6.00 EUR (60% of the budget).');
+    } finally {
+      await smtp.close();
+    }
   });
 
   it('sends a threshold of a new month again, and catches up the month before after downtime', async () => {
