@@ -45,6 +45,7 @@ export function registerBudgetCommands(program: Command, withCtx: WithCtx): void
 
   budgets
     .command('list')
+    .description("List the organisation's budgets with their spend, forecast and state this month")
     .requiredOption('--org <id>', 'organisation id')
     .option(...json, false)
     .action(async (opts: { org: string; json: boolean }) => {
@@ -57,6 +58,7 @@ export function registerBudgetCommands(program: Command, withCtx: WithCtx): void
 
   budgets
     .command('create')
+    .description('Create a monthly budget on agent spend')
     .requiredOption('--org <id>', 'organisation id')
     .requiredOption('--name <name>', 'what the budget is for')
     .requiredOption('--amount <amount>', 'monthly agent spend allowed, in the organisation currency', amount)
@@ -94,6 +96,7 @@ export function registerBudgetCommands(program: Command, withCtx: WithCtx): void
 
   budgets
     .command('update')
+    .description("Change a budget's name, amount or thresholds")
     .argument('<budget_id>', 'the budget')
     .requiredOption('--org <id>', 'organisation id')
     .option('--name <name>', 'a new name')
@@ -124,6 +127,7 @@ export function registerBudgetCommands(program: Command, withCtx: WithCtx): void
 
   budgets
     .command('delete')
+    .description('Delete a budget')
     .argument('<budget_id>', 'the budget')
     .requiredOption('--org <id>', 'organisation id')
     .option(...json, false)
