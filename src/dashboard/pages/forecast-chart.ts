@@ -1,3 +1,5 @@
+import { placeLabels, textWidth, valueAxis } from '../chart-text.js';
+import type { Variant } from '../chart.js';
 import { html, type SafeHtml } from '../html.js';
 
 /** One series of a month chart: its figures that happened, then its projection (null where none). */
@@ -12,103 +14,114 @@ export interface MonthSeries {
   high?: Array<number | null>;
 }
 
-const W = 720;
-const H = 260;
-// Wide enough on the left for a whole-number amount at the phone's larger axis text.
-const PAD = { top: 16, right: 16, bottom: 36, left: 96 };
-
-function niceMax(max: number): number {
-  if (max <= 0) return 1;
-  const exp = 10 ** Math.floor(Math.log10(max));
-  for (const step of [1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10]) if (step * exp >= max) return step * exp;
-  return 10 * exp;
+export interface MonthChartInput {
+  labels: string[];
+  series: MonthSeries[];
+  formatValue: (n: number) => string;
+  /** The short form of a value for the axis of a narrow drawing (`€1.2K`). */
+  formatCompact: (n: number) => string;
+  title: string;
+  tableId: string;
+  wholeNumbers?: boolean;
 }
 
 /**
- * A month's figures and their forecast, drawn on the server (no script, no inline style): solid
- * lines for what happened, dashed lines for the projection, a shaded band between its low and
- * high figures, and an optional horizontal limit (a budget). Its text alternative is the table
- * `tableId`, which callers render beside it.
+ * The widths a month chart is drawn at, as the report charts are (chart.ts): the container
+ * query of `.month-chart` in dashboard.css shows the drawing laid out for the width it gets.
  */
-export function monthChart(input: {
-  labels: string[];
-  series: MonthSeries[];
-  limit?: { value: number; label: string };
-  formatValue: (n: number) => string;
-  /** The axis's labels (default formatValue): whole amounts keep them short. */
-  formatAxis?: (n: number) => string;
-  title: string;
-  tableId: string;
-}): SafeHtml {
-  const axis = input.formatAxis ?? input.formatValue;
+const VARIANTS: Variant[] = [
+  { ranges: 'c-narrow', width: 340, height: 230, fontSize: 12, compact: true, maxTicks: 5 },
+  { ranges: 'c-medium', width: 600, height: 270, fontSize: 12, compact: false, maxTicks: 5 },
+  { ranges: 'c-wide', width: 900, height: 310, fontSize: 12, compact: false, maxTicks: 6 },
+];
+
+function monthSvg(input: MonthChartInput, v: Variant): SafeHtml {
+  const fs = v.fontSize;
   const n = input.labels.length;
-  const values = input.series.flatMap((s) => [...s.actual, ...s.forecast, ...(s.high ?? [])]);
-  const numbers = values.filter((v): v is number => v !== null);
-  const min = Math.min(0, ...numbers);
-  const max = niceMax(Math.max(0, input.limit?.value ?? 0, ...numbers) - min) + min;
-  const innerW = W - PAD.left - PAD.right;
-  const innerH = H - PAD.top - PAD.bottom;
-  const x = (i: number) => PAD.left + (n <= 1 ? innerW / 2 : (i * innerW) / (n - 1));
-  const y = (v: number) => PAD.top + innerH - ((v - min) / (max - min || 1)) * innerH;
+  const numbers = input.series
+    .flatMap((s) => [...s.actual, ...s.forecast, ...(s.low ?? []), ...(s.high ?? [])])
+    .filter((x): x is number => x !== null);
+  const { ticks } = valueAxis(
+    Math.min(0, ...numbers),
+    Math.max(0, ...numbers),
+    v.maxTicks,
+    input.wholeNumbers ? 1 : 0,
+  );
+  const low = ticks[0] ?? 0;
+  const high = ticks[ticks.length - 1] ?? 1;
+  const tickLabels = ticks.map(v.compact ? input.formatCompact : input.formatValue);
+  // The left margin is the widest value label and its gap: no currency sign is cut off.
+  const left = Math.ceil(Math.max(...tickLabels.map((t) => textWidth(t, fs)))) + 12;
+  const right = 12;
+  const top = fs;
+  const bottom = 2 * fs + 10;
+  const innerW = v.width - left - right;
+  const innerH = v.height - top - bottom;
+  const x = (i: number) => left + (n <= 1 ? innerW / 2 : (i * innerW) / (n - 1));
+  const y = (value: number) => top + innerH - ((value - low) / (high - low)) * innerH;
+  const point = (value: number | null, i: number) =>
+    value === null ? null : `${x(i).toFixed(1)},${y(value).toFixed(1)}`;
   const line = (list: Array<number | null>) =>
     list
-      .map((v, i) => (v === null ? null : `${x(i).toFixed(1)},${y(v).toFixed(1)}`))
+      .map(point)
       .filter((p): p is string => p !== null)
       .join(' ');
-  const grid = [0, 0.25, 0.5, 0.75, 1].map((f) => {
-    const v = min + (max - min) * f;
-    return html`<line class="grid" x1="${PAD.left}" x2="${W - PAD.right}" y1="${y(v)}" y2="${y(v)}" />
-      <text class="axis" x="${PAD.left - 8}" y="${y(v) + 4}" text-anchor="end">${axis(v)}</text>`;
+  const grid = ticks.map(
+    (t, i) =>
+      html`<line class="grid" x1="${left}" x2="${v.width - right}" y1="${y(t)}" y2="${y(t)}" />
+        <text class="axis y" x="${left - 8}" y="${(y(t) + fs * 0.35).toFixed(1)}" text-anchor="end"
+          >${tickLabels[i]}</text
+        >`,
+  );
+  const placed = placeLabels({
+    labels: input.labels,
+    xs: input.labels.map((_, i) => x(i)),
+    width: v.width,
+    fontSize: fs,
+    gap: fs,
   });
-  const every = Math.max(1, Math.ceil(n / 8));
-  const ticks = input.labels.map((label, i) =>
-    (i % every === 0 && n - 1 - i >= every / 2) || i === n - 1
-      ? html`<text
-          class="axis"
-          x="${x(i)}"
-          y="${H - 12}"
-          text-anchor="${i === 0 ? 'start' : i === n - 1 ? 'end' : 'middle'}"
-          >${label}</text
-        >`
-      : '',
+  const xLabels = placed.map(
+    (p) =>
+      html`<text class="axis x" x="${p.x.toFixed(1)}" y="${v.height - fs * 0.5}" text-anchor="middle"
+        >${p.text}</text
+      >`,
   );
   const drawn = input.series.map((s) => {
-    const low = s.low ?? [];
-    const high = s.high ?? [];
-    const upper = high.map((v, i) => (v === null ? null : `${x(i).toFixed(1)},${y(v).toFixed(1)}`));
-    const lower = low.map((v, i) => (v === null ? null : `${x(i).toFixed(1)},${y(v).toFixed(1)}`));
-    const band = [...upper, ...lower.reverse()].filter((p): p is string => p !== null);
+    const upper = (s.high ?? []).map(point);
+    const lower = (s.low ?? []).map(point).reverse();
+    const band = [...upper, ...lower].filter((p): p is string => p !== null);
     return html`${band.length > 2 ? html`<polygon class="band ${s.className}" points="${band.join(' ')}" />` : ''}
       <polyline class="${s.className}" points="${line(s.actual)}" />
       <polyline class="${s.className} projected" points="${line(s.forecast)}" />`;
   });
-  const limit = input.limit
-    ? html`<line
-          class="limit"
-          x1="${PAD.left}"
-          x2="${W - PAD.right}"
-          y1="${y(input.limit.value)}"
-          y2="${y(input.limit.value)}"
-        />
-        <text class="axis" x="${W - PAD.right}" y="${y(input.limit.value) - 6}" text-anchor="end"
-          >${input.limit.label}</text
-        >`
-    : '';
+  const titleId = `${input.tableId}-title-${v.width}`;
+  return html`<svg
+    class="${v.ranges}"
+    viewBox="0 0 ${v.width} ${v.height}"
+    font-size="${fs}"
+    role="img"
+    aria-labelledby="${titleId}"
+    aria-describedby="${input.tableId}"
+  >
+    <title id="${titleId}">${input.title}</title>
+    ${grid}${xLabels}${drawn}
+  </svg>`;
+}
+
+/**
+ * A month's figures and their forecast, drawn on the server (no script, no inline style) at a
+ * few widths like the report charts: solid lines for what happened, dotted lines for the
+ * projection, a shaded band between its low and high figures. Its text alternative is the table
+ * `tableId`, which callers render beside it.
+ */
+export function monthChart(input: MonthChartInput): SafeHtml {
   const legend = input.series.map(
     (s) =>
       html`<li><span class="key ${s.className}" aria-hidden="true"></span>${s.name}</li>
         <li><span class="key ${s.className} projected" aria-hidden="true"></span>${s.name}, forecast</li>`,
   );
   return html`<figure class="month-chart">
-    <svg
-      viewBox="0 0 ${W} ${H}"
-      role="img"
-      aria-labelledby="${input.tableId}-title"
-      aria-describedby="${input.tableId}"
-    >
-      <title id="${input.tableId}-title">${input.title}</title>
-      ${grid}${ticks}${drawn}${limit}
-    </svg>
+    ${VARIANTS.map((v) => monthSvg(input, v))}
     <figcaption>
       <ul class="legend">
         ${legend}

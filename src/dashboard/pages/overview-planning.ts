@@ -7,22 +7,12 @@ import type { Band, MonthForecast } from '../../forecast/method.js';
 import { fromMicros } from '../../money.js';
 import { buildPayback, fteFreed, paybackSentence, roiPercent } from '../../payback/payback.js';
 import type { Period } from '../../reports/params.js';
-import { count, hours, money } from '../format.js';
+import { bucketLabels, count, hours, money, moneyCompact } from '../format.js';
 import { html, type SafeHtml } from '../html.js';
 import { monthChart } from './forecast-chart.js';
 import { PERIOD_LABELS } from './figures.js';
 
 type Key = 'cost' | 'agentCost' | 'net';
-
-/** `€2,500` on a chart's axis. */
-export function wholeMoney(n: number, currency: string): string {
-  return new Intl.NumberFormat('en-US', {
-    style: 'currency',
-    currency,
-    minimumFractionDigits: 0,
-    maximumFractionDigits: 0,
-  }).format(n);
-}
 
 const valueOf = (f: Figures | Band, key: Key) =>
   key === 'net' ? ('net' in f ? f.net : f.cost - f.agentCost) : f[key];
@@ -79,8 +69,8 @@ function forecastSection(f: MonthForecast, currency: string): SafeHtml {
   const fmt = (micros: number) => money(fromMicros(micros), currency);
   const band = (low: number, high: number) => `between ${fmt(low)} and ${fmt(high)}`;
   const month = dayText(f.monthStart).slice(0, 7);
-  const labels = Array.from({ length: f.monthEnd - f.monthStart }, (_, i) =>
-    dayText(f.monthStart + i).slice(8),
+  const labels = bucketLabels(
+    Array.from({ length: f.monthEnd - f.monthStart }, (_, i) => dayText(f.monthStart + i)),
   );
   const saved = runningTotals(f, 'cost');
   const spent = runningTotals(f, 'agentCost');
@@ -138,7 +128,7 @@ function forecastSection(f: MonthForecast, currency: string): SafeHtml {
         { name: 'Agent cost', className: 's-cost', ...spent },
       ],
       formatValue: (n) => money(n, currency),
-      formatAxis: (n) => wholeMoney(n, currency),
+      formatCompact: (n) => moneyCompact(n, currency),
       title: `Cost saved and agent cost in ${month}, running totals: actual to now, then forecast`,
       tableId: 'forecast-table',
     })}

@@ -4,10 +4,9 @@ import type { Figures } from '../../forecast/figures.js';
 import type { Band } from '../../forecast/method.js';
 import { fromMicros } from '../../money.js';
 import type { Metric, ReportInput } from '../../reports/params.js';
-import { count, hours, money } from '../format.js';
+import { bucketLabels, compact, count, hours, money, moneyCompact } from '../format.js';
 import { html, type SafeHtml } from '../html.js';
 import { monthChart } from './forecast-chart.js';
-import { wholeMoney } from './overview-planning.js';
 
 function metricOf(f: Figures | Band, metric: Metric): number {
   switch (metric) {
@@ -65,12 +64,14 @@ export async function reportForecast(ctx: OrgCtx, input: ReportInput, label: str
       ${label} by day in ${month}, with the forecast for the rest of the month
     </h2>
     ${monthChart({
-      labels: Array.from({ length: days }, (_, i) => dayText(f.monthStart + i).slice(8)),
+      labels: bucketLabels(Array.from({ length: days }, (_, i) => dayText(f.monthStart + i))),
       series: [{ name: label, className: 's-saved', actual, forecast, low, high }],
       formatValue: fmt,
-      ...(metric === 'events' || metric === 'hours_saved'
-        ? {}
-        : { formatAxis: (n: number) => wholeMoney(n, ctx.org.currency) }),
+      formatCompact:
+        metric === 'events' || metric === 'hours_saved'
+          ? compact
+          : (n: number) => moneyCompact(n, ctx.org.currency),
+      wholeNumbers: metric === 'events',
       title: `${label} by day in ${month}: actual, then forecast`,
       tableId: 'report-forecast-table',
     })}

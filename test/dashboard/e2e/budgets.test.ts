@@ -188,7 +188,7 @@ describe('the Budgets page and the Overview’s forecast and payback in Chromium
       `Method: ${forecast.method.description} ${forecast.method.band}`,
     );
     // The chart: actual and forecast running totals, with its table as text alternative.
-    expect(await page.locator('figure.month-chart polyline.projected').count()).toBe(2);
+    expect(await page.locator('figure.month-chart svg:visible polyline.projected').count()).toBe(2);
     expect(await page.locator('#forecast-table tbody tr').count()).toBeGreaterThan(10);
 
     const payback = await api<{
@@ -256,6 +256,43 @@ describe('the Budgets page and the Overview’s forecast and payback in Chromium
             .map((el) => `${el.tagName}.${el.className}`);
         });
         expect(wide, `${name} at ${size} spills out of the page`).toEqual([]);
+        // The forecast charts keep one drawing shown, its text inside it, legible and apart.
+        const charts = await p.evaluate(() =>
+          Array.from(document.querySelectorAll('figure.month-chart')).map((figure) => {
+            const shown = Array.from(figure.querySelectorAll('svg')).filter(
+              (svg) => getComputedStyle(svg).display !== 'none',
+            );
+            const problems: string[] = [];
+            const sizes: number[] = [];
+            for (const svg of shown) {
+              const box = svg.getBoundingClientRect();
+              const scale = box.width / svg.viewBox.baseVal.width;
+              const texts = Array.from(svg.querySelectorAll('text'));
+              for (const text of texts) {
+                const r = text.getBoundingClientRect();
+                sizes.push(Number.parseFloat(getComputedStyle(text).fontSize) * scale);
+                if (r.left < box.left - 0.5 || r.right > box.right + 0.5)
+                  problems.push(`"${text.textContent}" outside`);
+              }
+              const xs = Array.from(svg.querySelectorAll('text.axis.x'))
+                .map((t) => t.getBoundingClientRect())
+                .sort((a, b) => a.left - b.left);
+              for (let i = 1; i < xs.length; i++) {
+                const a = xs[i - 1];
+                const b = xs[i];
+                if (a && b && b.left < a.right - 0.5) problems.push('x labels overlap');
+              }
+            }
+            return { shown: shown.length, problems, min: Math.min(...sizes), max: Math.max(...sizes) };
+          }),
+        );
+        for (const chart of charts) {
+          expect(chart.shown, `${name} at ${size}`).toBe(1);
+          expect(chart.problems, `${name} at ${size}`).toEqual([]);
+          expect(chart.min, `${name} at ${size}`).toBeGreaterThanOrEqual(10);
+          expect(chart.max, `${name} at ${size}`).toBeLessThanOrEqual(18);
+        }
+        if (name === 'overview' || name === 'reports-by-day') expect(charts.length, name).toBe(1);
         const path = `${DIR}/${name}-${size}.png`;
         await p.screenshot({ path, fullPage: true });
         expect(statSync(path).size).toBeGreaterThan(5_000);
