@@ -32,7 +32,7 @@ export function registerPaybackRoutes(app: FastifyInstance): void {
     {
       config,
       schema: {
-        tags: ['reports', 'payback'],
+        tags: ['reports'],
         operationId: 'getPayback',
         summary:
           'ROI net of fixed costs, cumulative net saved after fixed costs by month, payback month, FTE freed',
