@@ -52,6 +52,13 @@ export interface Config {
    * SQLite database, or stops (crypto/secret-keys.ts).
    */
   secretBox: SecretBox | null;
+  /**
+   * Where people reach this service (TALLY_PUBLIC_URL; default http://HOST:PORT): the dashboard
+   * and unsubscribe links of e-mails.
+   */
+  publicUrl: string;
+  /** How often the worker re-evaluates budget and usage alerts (TALLY_ALERT_CHECK_SECONDS). */
+  alertCheckSeconds: number;
 }
 
 export interface DatabaseTimeouts {
@@ -188,6 +195,10 @@ export function loadConfig(env: Env = process.env): Config {
   if (smtpUrl !== null && !/^smtps?:\/\//.test(smtpUrl)) {
     throw new ConfigError(`TALLY_SMTP_URL must start with smtp:// or smtps://, got "${smtpUrl}"`);
   }
+  const publicUrl = (env.TALLY_PUBLIC_URL || '').replace(/\/+$/, '');
+  if (publicUrl !== '' && !/^https?:\/\/[^\s/?#]+(\/[^\s?#]*)?$/.test(publicUrl)) {
+    throw new ConfigError(`TALLY_PUBLIC_URL must be an http:// or https:// URL, got "${publicUrl}"`);
+  }
   const requestTimeoutMs = integer(env, 'TALLY_HTTP_REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000);
   const headersTimeoutMs = integer(env, 'TALLY_HTTP_HEADERS_TIMEOUT_MS', 10_000, 100, 3_600_000);
   if (headersTimeoutMs > requestTimeoutMs) {
@@ -254,5 +265,8 @@ export function loadConfig(env: Env = process.env): Config {
     ingestMaxLagSeconds: integer(env, 'TALLY_INGEST_MAX_LAG_SECONDS', 12, 0, 86_400),
     otlpHoldSeconds: integer(env, 'TALLY_OTLP_HOLD_SECONDS', 3_600, 1, 86_400),
     secretBox: secretBox(env),
+    publicUrl:
+      publicUrl || `http://${env.TALLY_HOST || '127.0.0.1'}:${integer(env, portName, 8080, 0, 65535)}`,
+    alertCheckSeconds: integer(env, 'TALLY_ALERT_CHECK_SECONDS', 60, 1, 86_400),
   };
 }

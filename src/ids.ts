@@ -47,7 +47,8 @@ export function ulid(at: Date = new Date()): string {
   return lastHead + tail;
 }
 
-export type IdPrefix = 'org' | 'evt' | 'wh' | 'whmsg' | 'whdel' | 'req' | 'aud' | 'mail';
+export type IdPrefix =
+  'org' | 'evt' | 'wh' | 'whmsg' | 'whdel' | 'req' | 'aud' | 'mail' | 'bud' | 'fc' | 'rsch' | 'rcpt';
 
 export function newId(prefix: IdPrefix, at?: Date): string {
   return `${prefix}_${ulid(at)}`;

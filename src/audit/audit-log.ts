@@ -15,7 +15,13 @@ export type AuditAction =
   | 'api_key.created'
   | 'api_key.revoked'
   | 'otlp_mapping.created'
-  | 'otlp_mapping.deleted';
+  | 'otlp_mapping.deleted'
+  | 'budget.created'
+  | 'budget.updated'
+  | 'budget.deleted'
+  | 'fixed_cost.created'
+  | 'fixed_cost.updated'
+  | 'fixed_cost.deleted';
 
 export interface AuditEntry {
   action: AuditAction;

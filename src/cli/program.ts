@@ -11,6 +11,7 @@ import { migrateStorage, openStorage } from '../storage/db.js';
 import { queueDigestWeekAt } from '../webhooks/digest.js';
 import { resealWebhookSecrets } from '../webhooks/secret-storage.js';
 import { DeliveryWorker } from '../webhooks/worker.js';
+import { registerBudgetCommands } from '../budgets/cli.js';
 import { print } from './output.js';
 import { registerOtlpCommands } from '../otlp/cli.js';
 
@@ -256,6 +257,8 @@ export function buildCli(): Command {
       ].join('\n'),
     )
     .action(() => runUntilSignal({ ...loadConfig(), role: 'worker' }, 'finishing deliveries in flight'));
+
+  registerBudgetCommands(program, withCtx);
 
   const digests = program.command('digests').description('Weekly digest webhooks');
   digests

@@ -4,6 +4,7 @@ import { html, type SafeHtml } from './html.js';
 export const NAV = [
   ['Overview', '/dashboard'],
   ['Reports', '/dashboard/reports'],
+  ['Budgets', '/dashboard/budgets'],
   ['Events', '/dashboard/events'],
   ['Task types', '/dashboard/task-types'],
   ['Webhooks', '/dashboard/webhooks'],

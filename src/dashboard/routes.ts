@@ -7,6 +7,9 @@ import { unstorableIssues } from '../http/storable.js';
 import { loadAssets } from './assets.js';
 import { html } from './html.js';
 import { loginPage, page, type Section } from './layout.js';
+import { registerBudgetPages } from './pages/budgets.js';
+import { registerBudgetEmailPages } from './pages/budgets-emails.js';
+import { registerPaybackPages } from './pages/budgets-payback.js';
 import { registerEventPages } from './pages/events.js';
 import { registerOverviewPage } from './pages/overview.js';
 import { registerReportPages } from './pages/reports.js';
@@ -285,6 +288,9 @@ export async function registerDashboard(app: FastifyInstance): Promise<void> {
       registerUsagePage(dash, app);
       registerSettingsPages(dash, app);
       registerOpenTelemetryPage(dash, app);
+      registerPaybackPages(dash, app);
+      registerBudgetEmailPages(dash, app);
+      registerBudgetPages(dash, app);
     },
     { prefix: '/dashboard' },
   );

@@ -1,11 +1,24 @@
 import type { DbOrTrx } from '../storage/db.js';
 import { newId } from '../ids.js';
 
+export interface EmailAttachment {
+  filename: string;
+  contentType: string;
+  /** UTF-8 text (a CSV file). */
+  content: string;
+}
+
 export interface EmailInput {
   orgId: string | null;
   to: string;
   subject: string;
+  /** The plain-text part. */
   body: string;
+  /** An HTML alternative to the plain text. */
+  html?: string;
+  attachments?: EmailAttachment[];
+  /** Extra headers, e.g. List-Unsubscribe. */
+  headers?: Record<string, string>;
 }
 
 /**
@@ -31,6 +44,9 @@ export async function queueEmails({ db, emails, at }: { db: DbOrTrx; emails: Ema
         last_error: null,
         created_at: at.getTime(),
         sent_at: null,
+        html: e.html ?? null,
+        attachments: e.attachments ? JSON.stringify(e.attachments) : null,
+        headers: e.headers ? JSON.stringify(e.headers) : null,
       })),
     )
     .execute();

@@ -1,6 +1,7 @@
 import nodemailer from 'nodemailer';
 import type { ServiceCtx } from '../context.js';
 import { randomAlnum } from '../ids.js';
+import type { EmailAttachment } from './outbox.js';
 
 /** Retry delays after failed sends (seconds); after the last one the e-mail is `failed`. */
 export const EMAIL_RETRY_DELAYS = [60, 300, 900, 3600, 3600 * 6];
@@ -11,8 +12,18 @@ const LEASE_MS = 120_000;
  */
 const SMTP_TIMEOUT_MS = 30_000;
 
+export interface MailMessage {
+  from: string;
+  to: string;
+  subject: string;
+  text: string;
+  html?: string;
+  attachments?: EmailAttachment[];
+  headers?: Record<string, string>;
+}
+
 export interface MailTransport {
-  sendMail(message: { from: string; to: string; subject: string; text: string }): Promise<unknown>;
+  sendMail(message: MailMessage): Promise<unknown>;
   close(): void;
 }
 
@@ -29,6 +40,9 @@ interface ClaimedEmail {
   to_address: string;
   subject: string;
   body: string;
+  html: string | null;
+  attachments: string | null;
+  headers: string | null;
   attempts: number;
   token: string;
 }
@@ -59,7 +73,7 @@ async function claimNextEmail(ctx: ServiceCtx): Promise<ClaimedEmail | null> {
     .where('id', 'in', (eb) => eb.selectFrom('due').select('due.id'))
     .where('status', '=', 'pending')
     .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<=', now)]))
-    .returning(['id', 'to_address', 'subject', 'body', 'attempts'])
+    .returning(['id', 'to_address', 'subject', 'body', 'html', 'attachments', 'headers', 'attempts'])
     .executeTakeFirst();
   return claimed ? { ...claimed, token } : null;
 }
@@ -88,6 +102,11 @@ export async function sendDueEmails({
         to: mail.to_address,
         subject: mail.subject,
         text: mail.body,
+        ...(mail.html === null ? {} : { html: mail.html }),
+        ...(mail.attachments === null
+          ? {}
+          : { attachments: JSON.parse(mail.attachments) as EmailAttachment[] }),
+        ...(mail.headers === null ? {} : { headers: JSON.parse(mail.headers) as Record<string, string> }),
       });
       await ctx.db
         .updateTable('emails')

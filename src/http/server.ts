@@ -24,6 +24,11 @@ import { registerWebhookRoutes } from '../webhooks/routes.js';
 import { registerDashboard } from '../dashboard/routes.js';
 import { registerReference } from '../reference/routes.js';
 import { registerOtlpRoutes } from '../otlp/routes.js';
+import { registerForecastRoutes } from '../forecast/routes.js';
+import { registerBudgetRoutes } from '../budgets/routes.js';
+import { registerPaybackRoutes } from '../payback/routes.js';
+import { registerReportEmailRoutes } from '../report-emails/routes.js';
+import { registerUnsubscribe } from '../report-emails/unsubscribe.js';
 
 const addFormats = addFormatsModule.default;
 export const BODY_LIMIT_BYTES = 64 * 1024;
@@ -130,8 +135,13 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     registerReportRoutes(v1);
     registerWebhookRoutes(v1);
     registerOtlpRoutes(v1);
+    registerForecastRoutes(v1);
+    registerBudgetRoutes(v1);
+    registerPaybackRoutes(v1);
+    registerReportEmailRoutes(v1);
   });
   await registerDashboard(app);
   registerReference(app);
+  registerUnsubscribe(app);
   return app;
 }

@@ -91,6 +91,8 @@ async function earliestEvent(ctx: OrgCtx): Promise<number | null> {
 export interface ReportOptions {
   /** Answer from raw events only: the plain GROUP BY, for benchmarks and cross-checks. */
   forceRaw?: boolean;
+  /** The window [from, to) in epoch ms instead of the input's period (forecasts, report e-mails). */
+  range?: { from: number; to: number };
 }
 
 /** The folding stage's state a report is planned with (snapshot.ts readFoldState). */
@@ -108,7 +110,9 @@ type FoldView = Omit<FoldState, 'watermark'> & {
  */
 async function prepare(ctx: OrgCtx, input: ReportInput, options: ReportOptions, fold: FoldView) {
   const now = ctx.clock.now().getTime();
-  const range = periodRange(input.period, now, input.period === 'all' ? await earliestEvent(ctx) : null);
+  const range = options.range
+    ? { ...options.range, endExclusive: options.range.to }
+    : periodRange(input.period, now, input.period === 'all' ? await earliestEvent(ctx) : null);
   // The plain GROUP BY keeps the filters as given; they select the same events either way.
   const filters = options.forceRaw ? input.filters : clientFromMetadata(input.filters);
   const sources = planSources(range, input.groupBy, filters, { forceRaw: options.forceRaw, ...fold });

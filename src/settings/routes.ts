@@ -5,6 +5,7 @@ import { orgCtx } from '../http/app-types.js';
 import { CategorySchema } from '../catalogue/schema.js';
 import { described, errorResponses, named, Nullable } from '../http/schemas.js';
 import { settingsView, updateSettings } from './settings.js';
+import { getPlanningSettings, planningSettingsView, updatePlanningSettings } from './planning-settings.js';
 
 const Rate = Type.Number({ minimum: 0, maximum: 1_000_000 });
 const Credit = Type.Number({ minimum: 0, maximum: 1 });
@@ -38,6 +39,10 @@ const SettingsPatchBody = Type.Object(
     admin_emails: Type.Optional(
       Type.Array(Type.String({ format: 'email', maxLength: 254 }), { maxItems: 50 }),
     ),
+    fte_hours_per_month: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 744 })),
+    alert_emails: Type.Optional(
+      Type.Array(Type.String({ format: 'email', maxLength: 254 }), { maxItems: 50 }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -65,6 +70,12 @@ const SettingsSchema = named(
     fallback_baseline_minutes: Nullable(Type.Number({ description: 'null = off' })),
     usd_exchange_rate: Nullable(Type.Number({ description: 'null = the shipped reference rate' })),
     admin_emails: Type.Array(Type.String()),
+    fte_hours_per_month: Type.Number({
+      description: 'Working hours of one FTE in a month (payback: FTE capacity freed); default 160',
+    }),
+    alert_emails: Type.Array(Type.String(), {
+      description: 'Admin e-mails that opted in to budget and usage alert e-mails',
+    }),
   }),
 );
 
@@ -79,7 +90,13 @@ export function registerSettingsRoutes(app: FastifyInstance): void {
         response: { 200: described("The organisation's settings", SettingsSchema), ...errorResponses },
       },
     },
-    async (request) => settingsView(orgCtx(app, request).org),
+    async (request) => {
+      const ctx = orgCtx(app, request);
+      return {
+        ...settingsView(ctx.org),
+        ...planningSettingsView(await getPlanningSettings(ctx.db, ctx.org.id)),
+      };
+    },
   );
 
   app.patch<{ Body: Static<typeof SettingsPatchBody> }>(
@@ -95,12 +112,17 @@ export function registerSettingsRoutes(app: FastifyInstance): void {
     },
     async (request) => {
       const ctx = orgCtx(app, request);
-      const org = await updateSettings({
-        ctx,
-        orgId: ctx.org.id,
-        patch: request.body,
+      const { fte_hours_per_month, alert_emails, ...patch } = request.body;
+      // One transaction: a refused planning field leaves the other settings unchanged too.
+      const { org, planning } = await ctx.db.transaction().execute(async (trx) => {
+        const changed = await updateSettings({ ctx: { ...ctx, db: trx }, orgId: ctx.org.id, patch });
+        const planned = await updatePlanningSettings({
+          ctx: { ...ctx, db: trx, org: changed },
+          patch: { fte_hours_per_month, alert_emails },
+        });
+        return { org: changed, planning: planned };
       });
-      return settingsView(org);
+      return { ...settingsView(org), ...planningSettingsView(planning) };
     },
   );
 }

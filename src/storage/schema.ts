@@ -259,6 +259,10 @@ export interface EmailsTable {
   last_error: string | null;
   created_at: number;
   sent_at: number | null;
+  /** Optional parts (migration 0052): an HTML alternative, attachments and headers, JSON. */
+  html: string | null;
+  attachments: string | null;
+  headers: string | null;
 }
 
 export interface DigestRunsTable {
@@ -278,6 +282,99 @@ export interface DashboardSessionsTable {
   flash: string | null;
   created_at: number;
   last_seen_at: number;
+}
+
+/** A budget on agent spend (src/budgets/). */
+export interface BudgetsTable {
+  id: string;
+  org_id: string;
+  name: string;
+  /** org | agent | client | task_type */
+  scope: string;
+  /** The agent id, client id or task type; null for the whole organisation. */
+  scope_value: string | null;
+  amount_micros: number;
+  /** JSON array of whole percentages, ascending. */
+  thresholds: string;
+  created_at: number;
+  updated_at: number;
+}
+
+/** One alert sent; its primary key makes it once-only (src/alerts/). */
+export interface AlertsTable {
+  org_id: string;
+  /** The budget id, or `usage` for the plan's included events. */
+  subject: string;
+  /** `YYYY-MM`. */
+  month: string;
+  /** threshold | forecast */
+  kind: string;
+  /** The percentage crossed; 0 for a forecast alert. */
+  threshold: number;
+  /** The webhook event type. */
+  type: string;
+  payload: string;
+  message_id: string;
+  created_at: number;
+}
+
+/** A fixed cost of payback and ROI (src/payback/). */
+export interface FixedCostsTable {
+  id: string;
+  org_id: string;
+  name: string;
+  /** monthly | one_off */
+  kind: string;
+  amount_micros: number;
+  /** Monthly: the first and (optionally) last month charged, `YYYY-MM`. */
+  start_month: string | null;
+  end_month: string | null;
+  /** One-off: the day it was spent, `YYYY-MM-DD`. */
+  date: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+/** Per organisation; a missing row means the defaults (src/payback/planning-settings.ts). */
+export interface PlanningSettingsTable {
+  org_id: string;
+  fte_hours_per_month_micros: number;
+  /** JSON array of admin e-mails that opted in to alert e-mails. */
+  alert_emails: string;
+  updated_at: number;
+}
+
+/** A scheduled report e-mail (src/report-emails/). */
+export interface ReportSchedulesTable {
+  id: string;
+  org_id: string;
+  /** weekly | monthly */
+  frequency: string;
+  /** Signs the recipients' unsubscribe links. */
+  secret: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface ReportRecipientsTable {
+  id: string;
+  schedule_id: string;
+  org_id: string;
+  email: string;
+  unsubscribed_at: number | null;
+  created_at: number;
+}
+
+/** One report e-mail queued per recipient and period. */
+export interface ReportEmailRunsTable {
+  org_id: string;
+  email: string;
+  frequency: string;
+  /** The period's key: the Monday of the week or the month, `YYYY-MM-DD` / `YYYY-MM`. */
+  period: string;
+  schedule_id: string;
+  email_id: string;
+  created_at: number;
 }
 
 export interface Database {
@@ -300,6 +397,13 @@ export interface Database {
   emails: EmailsTable;
   digest_runs: DigestRunsTable;
   fold_state: FoldStateTable;
+  budgets: BudgetsTable;
+  alerts: AlertsTable;
+  fixed_costs: FixedCostsTable;
+  planning_settings: PlanningSettingsTable;
+  report_schedules: ReportSchedulesTable;
+  report_recipients: ReportRecipientsTable;
+  report_email_runs: ReportEmailRunsTable;
 }
 
 export type OrganizationRow = Selectable<OrganizationsTable>;
@@ -314,3 +418,6 @@ export type WebhookRow = Selectable<WebhooksTable>;
 export type WebhookAttemptRow = Selectable<WebhookAttemptsTable>;
 export type WebhookDeliveryRow = Selectable<WebhookDeliveriesTable>;
 export type EmailRow = Selectable<EmailsTable>;
+export type BudgetRow = Selectable<BudgetsTable>;
+export type FixedCostRow = Selectable<FixedCostsTable>;
+export type ReportScheduleRow = Selectable<ReportSchedulesTable>;

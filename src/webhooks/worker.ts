@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Agent } from 'undici';
 import type { ServiceCtx } from '../context.js';
+import { runScheduledChecks } from '../alerts/scheduled.js';
 import { createMailTransport, sendDueEmails, type MailTransport } from '../email/sender.js';
 import { randomAlnum } from '../ids.js';
 import { claimDueDeliveries, findExpiredClaims, type ClaimedDelivery } from './claim.js';
@@ -62,6 +63,7 @@ export class DeliveryWorker {
   private interruptSleep: (() => void) | null = null;
   private lastHousekeeping = 0;
   private lastDigestCheck = 0;
+  private lastScheduledCheck = 0;
   private mailing: Promise<unknown> | null = null;
 
   constructor(
@@ -85,9 +87,10 @@ export class DeliveryWorker {
           : null;
   }
 
-  /** One pass: digests due, dead claims, every due delivery (awaited), then e-mail. */
+  /** One pass: digests, alerts and report e-mails due, dead claims, every due delivery (awaited), then e-mail. */
   async runOnce(): Promise<number> {
     await queueDueDigests({ ctx: this.ctx });
+    await runScheduledChecks({ ctx: this.ctx });
     return this.deliverOnce();
   }
 
@@ -185,6 +188,13 @@ export class DeliveryWorker {
         if (now - this.lastDigestCheck >= DIGEST_CHECK_MS) {
           this.lastDigestCheck = now;
           await queueDueDigests({ ctx: this.ctx });
+        }
+        if (now - this.lastScheduledCheck >= this.ctx.config.alertCheckSeconds * 1000) {
+          this.lastScheduledCheck = now;
+          // Alerts and report e-mails: a failure is reported and retried at the next check.
+          await runScheduledChecks({ ctx: this.ctx }).catch((error: unknown) =>
+            this.onError(error, 'alerts'),
+          );
         }
         if (now - this.lastHousekeeping >= HOUSEKEEPING_MS) {
           this.lastHousekeeping = now;

@@ -271,6 +271,77 @@ describe('the TypeScript client against tally serve', () => {
     expect(text).toBe(csv);
   });
 
+  it('manages budgets, fixed costs and report schedules, and reads forecast and payback as the API does', async () => {
+    const forecast = await tally.reports.forecast({ agent_id: TRACK.agent_id });
+    const rawForecast = (await raw(
+      served,
+      `/v1/reports/forecast?agent_id=${TRACK.agent_id}`,
+    )) as typeof forecast;
+    // The parts that do not move with the clock between the two calls (the rest of today does).
+    const stable = (f: typeof forecast) => ({
+      month: f.month,
+      filters: f.filters,
+      method: f.method.name,
+      basis: f.method.basis,
+      month_to_date: f.month_to_date,
+      basis_days: f.basis_days,
+    });
+    expect(stable(forecast)).toEqual(stable(rawForecast));
+    expect(forecast.method.description.length).toBeGreaterThan(20);
+
+    const budget = await tally.budgets.create({
+      name: 'TS bot',
+      scope: 'agent',
+      scope_value: TRACK.agent_id,
+      amount: 1,
+    });
+    expect(budget).toMatchObject({
+      scope: 'agent',
+      thresholds: [50, 80, 100],
+      status: { month: expect.any(String) },
+    });
+    expect((await tally.budgets.get(budget.id)).name).toBe('TS bot');
+    const listed = [];
+    for await (const b of tally.budgets.iterate({ limit: 1 })) listed.push(b.id);
+    expect(listed).toContain(budget.id);
+    expect((await tally.budgets.update(budget.id, { amount: 2 })).amount).toBe(2);
+    await tally.budgets.delete(budget.id);
+    await expect(tally.budgets.get(budget.id)).rejects.toMatchObject({ code: 'not_found', status: 404 });
+    await expect(
+      tally.budgets.create({ name: 'x', scope: 'org', scope_value: 'nope', amount: 1 }),
+    ).rejects.toMatchObject({ code: 'validation_error', status: 422 });
+
+    const cost = await tally.fixedCosts.create({
+      name: 'Licence',
+      kind: 'monthly',
+      amount: 100,
+      start_month: '2026-01',
+    });
+    expect((await tally.fixedCosts.update(cost.id, { end_month: '2026-03' })).end_month).toBe('2026-03');
+    expect((await tally.fixedCosts.list()).data.map((c) => c.id)).toContain(cost.id);
+    const payback = await tally.reports.payback({ period: 'all' });
+    const rawPayback = (await raw(served, '/v1/reports/payback?period=all')) as typeof payback;
+    expect(payback.months).toEqual(rawPayback.months);
+    expect(payback.payback.status).toBe(rawPayback.payback.status);
+    expect({ ...payback.period, range: null }).toEqual({ ...rawPayback.period, range: null });
+    expect(payback.period.fixed_costs).toBeGreaterThanOrEqual(300);
+    await tally.fixedCosts.delete(cost.id);
+
+    const schedule = await tally.reportSchedules.create({
+      frequency: 'monthly',
+      recipients: ['ts@acme.test'],
+    });
+    expect(schedule.recipients).toEqual([{ email: 'ts@acme.test', unsubscribed_at: null }]);
+    expect((await tally.reportSchedules.update(schedule.id, { frequency: 'weekly' })).frequency).toBe(
+      'weekly',
+    );
+    const sent = await tally.reportSchedules.send(schedule.id);
+    expect(sent.queued).toEqual(['ts@acme.test']);
+    expect((await tally.reportSchedules.send(schedule.id)).queued).toEqual([]);
+    await tally.reportSchedules.delete(schedule.id);
+    expect((await tally.reportSchedules.list()).data).toEqual([]);
+  });
+
   it('manages task types, settings, webhooks and reads the audit log', async () => {
     const custom = await tally.taskTypes.create({
       key: 'ts_custom',

@@ -45,6 +45,10 @@ const PAGES = [
   '/dashboard/webhooks/{id}/delete',
   '/dashboard/usage',
   '/dashboard/settings',
+  '/dashboard/budgets',
+  '/dashboard/budgets/{id}',
+  '/dashboard/budgets/payback',
+  '/dashboard/budgets/emails',
 ];
 const QUERY_KEYS = [
   'period',
@@ -83,6 +87,16 @@ const FORMS: Array<[string, string[]]> = [
   ['/dashboard/webhooks/{id}/test', []],
   ['/dashboard/webhooks/{id}/reactivate', []],
   ['/dashboard/webhooks/{id}/delete', []],
+  ['/dashboard/budgets', ['name', 'scope', 'scope_value', 'amount', 'thresholds']],
+  ['/dashboard/budgets/{id}', ['name', 'scope', 'scope_value', 'amount', 'thresholds']],
+  ['/dashboard/budgets/{id}/delete', []],
+  ['/dashboard/budgets/payback/costs', ['name', 'kind', 'amount', 'start_month', 'end_month', 'date']],
+  ['/dashboard/budgets/payback/costs/{id}/delete', []],
+  ['/dashboard/budgets/payback/fte', ['fte_hours_per_month']],
+  ['/dashboard/budgets/emails', ['frequency', 'recipients']],
+  ['/dashboard/budgets/emails/alerts', ['alert_emails']],
+  ['/dashboard/budgets/emails/{id}/send', []],
+  ['/dashboard/budgets/emails/{id}/delete', []],
 ];
 
 function encode(text: string): string {

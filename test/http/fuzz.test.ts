@@ -110,6 +110,12 @@ const TEMPLATES: Record<string, Record<string, unknown>> = {
   'POST /v1/webhooks': { url: 'https://hooks.example.com/fuzz', event_types: ['event.created'] },
   'PATCH /v1/webhooks/{id}': { description: 'fuzzed' },
   'PATCH /v1/settings': { default_hourly_rate: 60 },
+  'POST /v1/budgets': { name: 'Fuzz', scope: 'agent', scope_value: 'fuzz', amount: 10 },
+  'PATCH /v1/budgets/{id}': { amount: 20 },
+  'POST /v1/fixed-costs': { name: 'Fuzz', kind: 'monthly', amount: 10, start_month: '2026-09' },
+  'PATCH /v1/fixed-costs/{id}': { amount: 20 },
+  'POST /v1/report-schedules': { frequency: 'weekly', recipients: ['fuzz@acme.test'] },
+  'PATCH /v1/report-schedules/{id}': { frequency: 'monthly' },
 };
 const TRACK_FIELDS = [
   'agent_id',
@@ -197,6 +203,18 @@ const requestParts = fc.record({
     'status',
     'category',
     'name',
+    'scope',
+    'scope_value',
+    'amount',
+    'thresholds',
+    'kind',
+    'start_month',
+    'end_month',
+    'date',
+    'frequency',
+    'recipients',
+    'fte_hours_per_month',
+    'alert_emails',
     'x',
   ),
   // A valid body with one hostile field mostly gets a hostile string: what engines differ on.
@@ -241,6 +259,7 @@ describe.each(ENGINES)('fuzz: hostile requests to every endpoint (%s)', (engine)
   let h: Harness;
   let routes: Route[];
   const realIds: Record<string, string> = {};
+  const ownIds = new Map<string, string>();
   beforeAll(async () => {
     h = await createHarness(engine, { plan: 'enterprise' });
     const doc = (await h.request({ method: 'GET', url: '/openapi.json', apiKey: null })).json<{
@@ -267,6 +286,15 @@ describe.each(ENGINES)('fuzz: hostile requests to every endpoint (%s)', (engine)
     });
     const event = await h.request({ method: 'POST', url: '/v1/track', payload: TEMPLATES['POST /v1/track'] });
     realIds.id = hook.json().id;
+    // Resources of their own: a `real` {id} of theirs names one that exists.
+    for (const [path, payload] of [
+      ['/v1/budgets', TEMPLATES['POST /v1/budgets']],
+      ['/v1/fixed-costs', TEMPLATES['POST /v1/fixed-costs']],
+      ['/v1/report-schedules', TEMPLATES['POST /v1/report-schedules']],
+    ] as const) {
+      const created = await h.request({ method: 'POST', url: path, payload });
+      ownIds.set(path, created.json<{ id: string }>().id);
+    }
     realIds.event_id = event.json().event_id;
     realIds.key = 'dev_code_review';
   }, 60_000);
@@ -285,7 +313,9 @@ describe.each(ENGINES)('fuzz: hostile requests to every endpoint (%s)', (engine)
 
   function buildRequest(route: Route, parts: Parts): InjectOptions {
     const path = route.path.replace(/\{(\w+)\}/g, (_m, name: string) =>
-      parts.pathId === 'real' ? (realIds[name] ?? 'x') : percentEncode(parts.pathId),
+      parts.pathId === 'real'
+        ? ([...ownIds].find(([prefix]) => route.path.startsWith(`${prefix}/`))?.[1] ?? realIds[name] ?? 'x')
+        : percentEncode(parts.pathId),
     );
     // Mostly no query string or one of the route's own parameters with a hostile value, so that
     // the value (or a hostile body) gets past the query's validation of unknown names.

@@ -227,6 +227,8 @@ describe('the OpenAPI document', () => {
         'fallback_baseline_minutes',
         'usd_exchange_rate',
         'admin_emails',
+        'fte_hours_per_month',
+        'alert_emails',
       ].sort(),
     );
     expect(
@@ -388,6 +390,99 @@ describe('the OpenAPI document', () => {
     const [unresolved] = listed.json<{ data: { id: string }[] }>().data;
     expect((await call(run, { method: 'DELETE', url: `${runs}/${unresolved?.id}` })).statusCode).toBe(204);
     expect((await call(run, { method: 'DELETE', url: `${runs}/${unresolved?.id}` })).statusCode).toBe(404);
+    // Forecasts, budgets, fixed costs and payback (a second later: each key's rate is per second)
+    h.clock.advance(1000);
+    const get = (path: string, url: string, apiKey?: string) =>
+      call(path, { method: 'GET', url, ...(apiKey ? { apiKey } : {}) });
+    expect((await get('/v1/reports/forecast', '/v1/reports/forecast?agent_id=bot-1')).statusCode).toBe(200);
+    expect((await get('/v1/reports/forecast', '/v1/reports/forecast?period=7d')).statusCode).toBe(422);
+    expect((await get('/v1/reports/payback', '/v1/reports/payback?period=30d')).statusCode).toBe(200);
+    expect((await get('/v1/reports/payback', '/v1/reports/payback', free.apiKey)).statusCode).toBe(403);
+    const budget = await call('/v1/budgets', {
+      method: 'POST',
+      url: '/v1/budgets',
+      payload: { name: 'All', scope: 'org', amount: 100 },
+    });
+    expect(budget.statusCode).toBe(201);
+    expect(
+      (await call('/v1/budgets', { method: 'POST', url: '/v1/budgets', payload: { name: 'x' } })).statusCode,
+    ).toBe(422);
+    expect((await get('/v1/budgets', '/v1/budgets')).statusCode).toBe(200);
+    expect((await get('/v1/budgets', '/v1/budgets', free.apiKey)).statusCode).toBe(403);
+    const budgetId = budget.json<{ id: string }>().id;
+    const oneBudget = '/v1/budgets/{id}';
+    expect((await get(oneBudget, `/v1/budgets/${budgetId}`)).statusCode).toBe(200);
+    expect((await get(oneBudget, '/v1/budgets/bud_nope')).statusCode).toBe(404);
+    const patchBudget = (payload: object) =>
+      call(oneBudget, { method: 'PATCH', url: `/v1/budgets/${budgetId}`, payload });
+    expect((await patchBudget({ amount: 50 })).statusCode).toBe(200);
+    expect((await patchBudget({ amount: -1 })).statusCode).toBe(422);
+    expect((await call(oneBudget, { method: 'DELETE', url: `/v1/budgets/${budgetId}` })).statusCode).toBe(
+      204,
+    );
+    expect((await call(oneBudget, { method: 'DELETE', url: `/v1/budgets/${budgetId}` })).statusCode).toBe(
+      404,
+    );
+    h.clock.advance(1000);
+    const cost = await call('/v1/fixed-costs', {
+      method: 'POST',
+      url: '/v1/fixed-costs',
+      payload: { name: 'Licence', kind: 'monthly', amount: 100, start_month: '2026-09' },
+    });
+    expect(cost.statusCode).toBe(201);
+    expect(
+      (await call('/v1/fixed-costs', { method: 'POST', url: '/v1/fixed-costs', payload: { kind: 'x' } }))
+        .statusCode,
+    ).toBe(422);
+    expect((await get('/v1/fixed-costs', '/v1/fixed-costs')).statusCode).toBe(200);
+    expect((await get('/v1/fixed-costs', '/v1/fixed-costs?limit=0')).statusCode).toBe(422);
+    const costId = cost.json<{ id: string }>().id;
+    const oneCost = '/v1/fixed-costs/{id}';
+    expect((await get(oneCost, `/v1/fixed-costs/${costId}`)).statusCode).toBe(200);
+    expect((await get(oneCost, '/v1/fixed-costs/fc_nope')).statusCode).toBe(404);
+    const patchCost = (payload: object) =>
+      call(oneCost, { method: 'PATCH', url: `/v1/fixed-costs/${costId}`, payload });
+    expect((await patchCost({ end_month: '2026-12' })).statusCode).toBe(200);
+    expect((await patchCost({ end_month: '2026-01' })).statusCode).toBe(422);
+    expect((await call(oneCost, { method: 'DELETE', url: `/v1/fixed-costs/${costId}` })).statusCode).toBe(
+      204,
+    );
+    expect((await call(oneCost, { method: 'DELETE', url: `/v1/fixed-costs/${costId}` })).statusCode).toBe(
+      404,
+    );
+
+    // Report e-mail schedules
+    h.clock.advance(1000);
+    const schedules = '/v1/report-schedules';
+    const schedule = await call(schedules, {
+      method: 'POST',
+      url: schedules,
+      payload: { frequency: 'weekly', recipients: ['cfo@acme.test'] },
+    });
+    expect(schedule.statusCode).toBe(201);
+    expect(
+      (await call(schedules, { method: 'POST', url: schedules, payload: { frequency: 'daily' } })).statusCode,
+    ).toBe(422);
+    expect((await get(schedules, schedules)).statusCode).toBe(200);
+    expect((await get(schedules, schedules, free.apiKey)).statusCode).toBe(403);
+    const scheduleId = schedule.json<{ id: string }>().id;
+    const oneSchedule = '/v1/report-schedules/{id}';
+    expect((await get(oneSchedule, `${schedules}/${scheduleId}`)).statusCode).toBe(200);
+    expect((await get(oneSchedule, `${schedules}/rsch_nope`)).statusCode).toBe(404);
+    const patchSchedule = (payload: object) =>
+      call(oneSchedule, { method: 'PATCH', url: `${schedules}/${scheduleId}`, payload });
+    expect((await patchSchedule({ frequency: 'monthly' })).statusCode).toBe(200);
+    expect((await patchSchedule({ recipients: [] })).statusCode).toBe(422);
+    const sendNow = '/v1/report-schedules/{id}/send';
+    expect((await call(sendNow, { method: 'POST', url: `${schedules}/${scheduleId}/send` })).statusCode).toBe(
+      202,
+    );
+    expect((await call(sendNow, { method: 'POST', url: `${schedules}/rsch_nope/send` })).statusCode).toBe(
+      404,
+    );
+    const deleteSchedule = { method: 'DELETE' as const, url: `${schedules}/${scheduleId}` };
+    expect((await call(oneSchedule, deleteSchedule)).statusCode).toBe(204);
+    expect((await call(oneSchedule, deleteSchedule)).statusCode).toBe(404);
 
     // Every operation answered at least one success and one error.
     const seen = checker.seen();

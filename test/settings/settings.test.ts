@@ -27,7 +27,32 @@ describe.each(ENGINES)('GET/PATCH /v1/settings (%s)', (engine) => {
       fallback_baseline_minutes: null,
       usd_exchange_rate: null,
       admin_emails: [],
+      fte_hours_per_month: 160,
+      alert_emails: [],
     });
+  });
+
+  it('keeps the FTE hours and the admins who opted in to alert e-mails; only admins may opt in', async () => {
+    const org = await h.createOrg();
+    const res = await patch(
+      {
+        admin_emails: ['ops@acme.test', 'cfo@acme.test'],
+        alert_emails: ['cfo@acme.test'],
+        fte_hours_per_month: 140,
+      },
+      org.apiKey,
+    );
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json()).toMatchObject({ fte_hours_per_month: 140, alert_emails: ['cfo@acme.test'] });
+    const outsider = await patch({ name: 'Renamed', alert_emails: ['someone@else.test'] }, org.apiKey);
+    expect(outsider.statusCode).toBe(422);
+    expect(outsider.json().error.details[0].path).toBe('/body/alert_emails/0');
+    for (const fte of [0, 745, -1]) {
+      expect((await patch({ fte_hours_per_month: fte }, org.apiKey)).statusCode).toBe(422);
+    }
+    // The refused PATCH changed nothing, not even the name it carried.
+    const after = (await h.request({ method: 'GET', url: '/v1/settings', apiKey: org.apiKey })).json();
+    expect(after).toMatchObject({ name: 'Acme', fte_hours_per_month: 140, alert_emails: ['cfo@acme.test'] });
   });
 
   it('changes settings for events tracked afterwards; stored events keep their values', async () => {

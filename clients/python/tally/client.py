@@ -11,6 +11,14 @@ from .batcher import Batcher, OnError
 from .types import (
     AuditEntry,
     AuditLogPage,
+    Budget,
+    BudgetList,
+    FixedCost,
+    FixedCostList,
+    Forecast,
+    Payback,
+    ReportSchedule,
+    ReportScheduleList,
     DeliveryList,
     Delivery,
     Event,
@@ -198,6 +206,93 @@ class Tally:
 
     def usage(self) -> Usage:
         return cast(Usage, self._call("GET", "/v1/reports/usage"))
+
+    def forecast(self, **filters: Any) -> Forecast:
+        """This month projected to its end: ``agent_id``, ``task_type``, ``client_id``, ``outcome``,
+        ``metadata={key: value}``. The answer says its method and the figures it rests on."""
+        return cast(Forecast, self._call("GET", "/v1/reports/forecast", query=_report_query(filters)))
+
+    def payback(self, *, period: Optional[str] = None) -> Payback:
+        """ROI net of fixed costs over ``period`` (default all), cumulative net saved after fixed costs
+        by month, the payback month or its forecast, FTE capacity freed."""
+        return cast(Payback, self._call("GET", "/v1/reports/payback", query={"period": period}))
+
+    # budgets, fixed costs and report e-mails
+
+    def create_budget(self, name: str, scope: str, amount: float, *, scope_value: Optional[str] = None,
+                      thresholds: Optional[List[int]] = None) -> Budget:
+        """A monthly budget on agent spend: ``scope`` is ``org``, ``agent``, ``client`` or ``task_type``."""
+        body: Dict[str, Any] = {"name": name, "scope": scope, "amount": amount}
+        if scope_value is not None:
+            body["scope_value"] = scope_value
+        if thresholds is not None:
+            body["thresholds"] = thresholds
+        return cast(Budget, self._call("POST", "/v1/budgets", body=body, retry="rate_limited"))
+
+    def list_budgets(self, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> BudgetList:
+        return cast(BudgetList, self._call("GET", "/v1/budgets", query={"limit": limit, "cursor": cursor}))
+
+    def iter_budgets(self, *, limit: Optional[int] = None) -> Iterator[Budget]:
+        return self._pages(lambda c: cast(Dict[str, Any], self.list_budgets(limit=limit, cursor=c)))
+
+    def get_budget(self, budget_id: str) -> Budget:
+        return cast(Budget, self._call("GET", f"/v1/budgets/{_seg(budget_id)}"))
+
+    def update_budget(self, budget_id: str, **changes: Any) -> Budget:
+        """``name``, ``scope``, ``scope_value``, ``amount`` or ``thresholds``."""
+        return cast(Budget, self._call("PATCH", f"/v1/budgets/{_seg(budget_id)}", body=changes))
+
+    def delete_budget(self, budget_id: str) -> None:
+        self._call("DELETE", f"/v1/budgets/{_seg(budget_id)}", retry="rate_limited")
+
+    def create_fixed_cost(self, name: str, kind: str, amount: float, *, start_month: Optional[str] = None,
+                          end_month: Optional[str] = None, date: Optional[str] = None) -> FixedCost:
+        """``kind="monthly"`` from ``start_month`` (to ``end_month``), or ``kind="one_off"`` on ``date``."""
+        body: Dict[str, Any] = {"name": name, "kind": kind, "amount": amount}
+        for key, value in (("start_month", start_month), ("end_month", end_month), ("date", date)):
+            if value is not None:
+                body[key] = value
+        return cast(FixedCost, self._call("POST", "/v1/fixed-costs", body=body, retry="rate_limited"))
+
+    def list_fixed_costs(self, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> FixedCostList:
+        return cast(FixedCostList, self._call("GET", "/v1/fixed-costs", query={"limit": limit, "cursor": cursor}))
+
+    def iter_fixed_costs(self, *, limit: Optional[int] = None) -> Iterator[FixedCost]:
+        return self._pages(lambda c: cast(Dict[str, Any], self.list_fixed_costs(limit=limit, cursor=c)))
+
+    def get_fixed_cost(self, cost_id: str) -> FixedCost:
+        return cast(FixedCost, self._call("GET", f"/v1/fixed-costs/{_seg(cost_id)}"))
+
+    def update_fixed_cost(self, cost_id: str, **changes: Any) -> FixedCost:
+        return cast(FixedCost, self._call("PATCH", f"/v1/fixed-costs/{_seg(cost_id)}", body=changes))
+
+    def delete_fixed_cost(self, cost_id: str) -> None:
+        self._call("DELETE", f"/v1/fixed-costs/{_seg(cost_id)}", retry="rate_limited")
+
+    def create_report_schedule(self, frequency: str, recipients: List[str]) -> ReportSchedule:
+        """A ``weekly`` or ``monthly`` report e-mail (HTML summary, CSV attached) to ``recipients``."""
+        body = {"frequency": frequency, "recipients": recipients}
+        return cast(ReportSchedule, self._call("POST", "/v1/report-schedules", body=body, retry="rate_limited"))
+
+    def list_report_schedules(self, *, limit: Optional[int] = None,
+                              cursor: Optional[str] = None) -> ReportScheduleList:
+        query = {"limit": limit, "cursor": cursor}
+        return cast(ReportScheduleList, self._call("GET", "/v1/report-schedules", query=query))
+
+    def get_report_schedule(self, schedule_id: str) -> ReportSchedule:
+        return cast(ReportSchedule, self._call("GET", f"/v1/report-schedules/{_seg(schedule_id)}"))
+
+    def update_report_schedule(self, schedule_id: str, **changes: Any) -> ReportSchedule:
+        """``frequency`` or ``recipients``."""
+        return cast(ReportSchedule, self._call("PATCH", f"/v1/report-schedules/{_seg(schedule_id)}", body=changes))
+
+    def delete_report_schedule(self, schedule_id: str) -> None:
+        self._call("DELETE", f"/v1/report-schedules/{_seg(schedule_id)}", retry="rate_limited")
+
+    def send_report_schedule(self, schedule_id: str) -> Dict[str, Any]:
+        """Sends the latest due period now to the recipients who have not had it:
+        ``{"period": ..., "queued": [...]}``."""
+        return cast(Dict[str, Any], self._call("POST", f"/v1/report-schedules/{_seg(schedule_id)}/send"))
 
     # task types
 

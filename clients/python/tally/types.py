@@ -267,6 +267,117 @@ class OtlpUnresolvedRun(TypedDict):
 
 class OtlpUnresolvedRunList(TypedDict):
     data: List[OtlpUnresolvedRun]
+
+
+class Figures(TypedDict):
+    events: float
+    hours_saved: float
+    cost_saved: float
+    agent_cost: float
+    net_saved: float
+
+
+class DayFigures(Figures):
+    day: str
+
+
+class ForecastMethod(TypedDict):
+    name: Literal["weekday_profile", "run_rate", "none"]
+    description: str
+    band: str
+    basis: Dict[str, Any]
+
+
+class Forecast(TypedDict):
+    """``GET /v1/reports/forecast``: this month projected to its end (docs/budgets-and-forecasts.md)."""
+
+    currency: str
+    month: str
+    as_of: str
+    range: Dict[str, str]
+    days_left: float
+    filters: Dict[str, Any]
+    method: ForecastMethod
+    month_to_date: Figures
+    forecast: Figures
+    low: Figures
+    high: Figures
+    basis_days: List[DayFigures]
+    rest_of_month: List[DayFigures]
+
+
+class BudgetStatus(TypedDict):
+    month: str
+    state: Literal["on_track", "at_risk", "exhausted"]
+    spend: float
+    percent_used: float
+    thresholds_crossed: List[int]
+    forecast: float
+    forecast_low: float
+    forecast_high: float
+    run_out_date: Optional[str]
+    method: Dict[str, str]
+
+
+class Budget(TypedDict):
+    id: str
+    name: str
+    scope: Literal["org", "agent", "client", "task_type"]
+    scope_value: Optional[str]
+    amount: float
+    currency: str
+    thresholds: List[int]
+    created_at: str
+    updated_at: str
+    status: BudgetStatus
+
+
+class BudgetList(TypedDict):
+    data: List[Budget]
+    next_cursor: Optional[str]
+
+
+class FixedCost(TypedDict):
+    id: str
+    name: str
+    kind: Literal["monthly", "one_off"]
+    amount: float
+    currency: str
+    start_month: Optional[str]
+    end_month: Optional[str]
+    date: Optional[str]
+    created_at: str
+    updated_at: str
+
+
+class FixedCostList(TypedDict):
+    data: List[FixedCost]
+    next_cursor: Optional[str]
+
+
+class Payback(TypedDict):
+    """``GET /v1/reports/payback``: ROI net of fixed costs, months, payback month, FTE freed."""
+
+    currency: str
+    as_of: str
+    fte_hours_per_month: float
+    period: Dict[str, Any]
+    months: List[Dict[str, Any]]
+    payback: Dict[str, Any]
+    this_month: Dict[str, Any]
+
+
+class ReportSchedule(TypedDict):
+    id: str
+    frequency: Literal["weekly", "monthly"]
+    recipients: List[Dict[str, Optional[str]]]
+    next_send_at: str
+    created_at: str
+    updated_at: str
+
+
+class ReportScheduleList(TypedDict):
+    data: List[ReportSchedule]
     next_cursor: Optional[str]
 
 
@@ -274,6 +385,7 @@ class WebhookEnvelope(TypedDict):
     """The body of every delivery: ``data`` is an Event for ``event.created``."""
 
     id: str
-    type: Literal["event.created", "agent.first_event", "weekly.digest", "test.ping"]
+    type: Literal["event.created", "agent.first_event", "weekly.digest", "test.ping",
+                  "budget.threshold_crossed", "budget.forecast_exceeded", "usage.threshold_crossed"]
     created_at: str
     data: Union[Event, Dict[str, Any]]

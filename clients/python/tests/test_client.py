@@ -270,6 +270,51 @@ class ReportsAndAdminTest(unittest.TestCase):
         self.assertEqual(missing.exception.status, 404)
 
 
+class BudgetsAndPaybackTest(unittest.TestCase):
+    def setUp(self) -> None:
+        self.tally = Tally(api_key=service.api_key, base_url=service.base_url)
+
+    def test_forecast_and_payback_equal_the_api_json(self) -> None:
+        self.tally.track({**TRACK, "agent_id": "py-forecast", "agent_cost": 0.25})  # type: ignore
+        got = self.tally.forecast(agent_id="py-forecast")
+        raw = service.get("/v1/reports/forecast?agent_id=py-forecast")
+        # The rest of today moves with the clock between the two calls; the rest does not.
+        for key in ("month", "filters", "month_to_date", "basis_days"):
+            self.assertEqual(got[key], raw[key], key)  # type: ignore[literal-required]
+        self.assertEqual(got["method"]["name"], raw["method"]["name"])
+        self.assertEqual(got["month_to_date"]["agent_cost"], 0.25)
+        cost = self.tally.create_fixed_cost("Py licence", "monthly", 100, start_month="2026-01")
+        self.assertEqual(self.tally.update_fixed_cost(cost["id"], end_month="2026-02")["end_month"], "2026-02")
+        self.assertIn(cost["id"], [c["id"] for c in self.tally.iter_fixed_costs(limit=1)])
+        payback = self.tally.payback(period="all")
+        self.assertEqual(payback["months"], service.get("/v1/reports/payback?period=all")["months"])
+        self.assertGreaterEqual(payback["period"]["fixed_costs"], 200)
+        self.tally.delete_fixed_cost(cost["id"])
+
+    def test_budgets_and_report_schedules(self) -> None:
+        budget = self.tally.create_budget("Py bot", "agent", 1, scope_value="py-bot", thresholds=[90, 50])
+        self.assertEqual(budget["thresholds"], [50, 90])
+        self.assertEqual(budget["status"]["state"], "on_track")
+        self.assertEqual(self.tally.get_budget(budget["id"])["name"], "Py bot")
+        self.assertIn(budget["id"], [b["id"] for b in self.tally.iter_budgets(limit=1)])
+        self.assertEqual(self.tally.update_budget(budget["id"], amount=2)["amount"], 2)
+        self.tally.delete_budget(budget["id"])
+        with self.assertRaises(TallyError) as missing:
+            self.tally.get_budget(budget["id"])
+        self.assertEqual((missing.exception.code, missing.exception.status), ("not_found", 404))
+        with self.assertRaises(TallyError) as refused:
+            self.tally.create_budget("x", "org", 1, scope_value="nope")
+        self.assertEqual(refused.exception.details[0]["path"], "/body/scope_value")
+        schedule = self.tally.create_report_schedule("monthly", ["py@acme.test"])
+        self.assertEqual(schedule["recipients"], [{"email": "py@acme.test", "unsubscribed_at": None}])
+        self.assertEqual(self.tally.update_report_schedule(schedule["id"], frequency="weekly")["frequency"], "weekly")
+        self.assertEqual(self.tally.send_report_schedule(schedule["id"])["queued"], ["py@acme.test"])
+        self.assertEqual(self.tally.send_report_schedule(schedule["id"])["queued"], [])
+        self.assertEqual(self.tally.get_report_schedule(schedule["id"])["id"], schedule["id"])
+        self.tally.delete_report_schedule(schedule["id"])
+        self.assertEqual(self.tally.list_report_schedules()["data"], [])
+
+
 class WebhookTest(unittest.TestCase):
     def test_verifies_a_real_delivery_and_rejects_tampered_and_stale_ones(self) -> None:
         tally = Tally(api_key=service.api_key, base_url=service.base_url)

@@ -195,6 +195,12 @@ export class Tally {
       return response.body;
     },
     usage: (call?: CallOptions) => this.get<T.Usage>('/v1/reports/usage', {}, call),
+    /** This month projected to its end, with a band, the method and the figures it rests on. */
+    forecast: (query: T.ForecastQuery = {}, call?: CallOptions) =>
+      this.get<T.Forecast>('/v1/reports/forecast', flattenMetadata(query), call),
+    /** ROI net of fixed costs, cumulative net saved by month, the payback month, FTE freed. */
+    payback: (query: T.PaybackQuery = {}, call?: CallOptions) =>
+      this.get<T.Payback>('/v1/reports/payback', query, call),
   };
 
   /** This month's events against the plan (same as `reports.usage()`). */
@@ -282,6 +288,108 @@ export class Tally {
       this.get<T.DeliveryList>(`/v1/webhooks/${seg(id)}/deliveries`, query, call),
     iterateDeliveries: (id: string, query: T.PageQuery = {}) =>
       this.pages((cursor) => this.webhooks.deliveries(id, { ...query, cursor })),
+  };
+
+  // Budgets, fixed costs and report e-mails
+
+  readonly budgets = {
+    create: (body: T.CreateBudgetRequest, call?: CallOptions) =>
+      this.request<T.Budget>({
+        method: 'POST',
+        path: '/v1/budgets',
+        body,
+        retry: 'rate_limited',
+        signal: call?.signal,
+      }),
+    list: (query: T.PageQuery = {}, call?: CallOptions) => this.get<T.BudgetList>('/v1/budgets', query, call),
+    iterate: (query: T.PageQuery = {}) => this.pages((cursor) => this.budgets.list({ ...query, cursor })),
+    get: (id: string, call?: CallOptions) => this.get<T.Budget>(`/v1/budgets/${seg(id)}`, {}, call),
+    update: (id: string, body: T.UpdateBudgetRequest, call?: CallOptions) =>
+      this.request<T.Budget>({
+        method: 'PATCH',
+        path: `/v1/budgets/${seg(id)}`,
+        body,
+        retry: 'all',
+        signal: call?.signal,
+      }),
+    delete: async (id: string, call?: CallOptions): Promise<void> => {
+      await this.request<void>({
+        method: 'DELETE',
+        path: `/v1/budgets/${seg(id)}`,
+        retry: 'rate_limited',
+        signal: call?.signal,
+      });
+    },
+  };
+
+  readonly fixedCosts = {
+    create: (body: T.CreateFixedCostRequest, call?: CallOptions) =>
+      this.request<T.FixedCost>({
+        method: 'POST',
+        path: '/v1/fixed-costs',
+        body,
+        retry: 'rate_limited',
+        signal: call?.signal,
+      }),
+    list: (query: T.PageQuery = {}, call?: CallOptions) =>
+      this.get<T.FixedCostList>('/v1/fixed-costs', query, call),
+    iterate: (query: T.PageQuery = {}) => this.pages((cursor) => this.fixedCosts.list({ ...query, cursor })),
+    get: (id: string, call?: CallOptions) => this.get<T.FixedCost>(`/v1/fixed-costs/${seg(id)}`, {}, call),
+    update: (id: string, body: T.UpdateFixedCostRequest, call?: CallOptions) =>
+      this.request<T.FixedCost>({
+        method: 'PATCH',
+        path: `/v1/fixed-costs/${seg(id)}`,
+        body,
+        retry: 'all',
+        signal: call?.signal,
+      }),
+    delete: async (id: string, call?: CallOptions): Promise<void> => {
+      await this.request<void>({
+        method: 'DELETE',
+        path: `/v1/fixed-costs/${seg(id)}`,
+        retry: 'rate_limited',
+        signal: call?.signal,
+      });
+    },
+  };
+
+  readonly reportSchedules = {
+    create: (body: T.CreateReportScheduleRequest, call?: CallOptions) =>
+      this.request<T.ReportSchedule>({
+        method: 'POST',
+        path: '/v1/report-schedules',
+        body,
+        retry: 'rate_limited',
+        signal: call?.signal,
+      }),
+    list: (query: T.PageQuery = {}, call?: CallOptions) =>
+      this.get<T.ReportScheduleList>('/v1/report-schedules', query, call),
+    get: (id: string, call?: CallOptions) =>
+      this.get<T.ReportSchedule>(`/v1/report-schedules/${seg(id)}`, {}, call),
+    update: (id: string, body: T.UpdateReportScheduleRequest, call?: CallOptions) =>
+      this.request<T.ReportSchedule>({
+        method: 'PATCH',
+        path: `/v1/report-schedules/${seg(id)}`,
+        body,
+        retry: 'all',
+        signal: call?.signal,
+      }),
+    delete: async (id: string, call?: CallOptions): Promise<void> => {
+      await this.request<void>({
+        method: 'DELETE',
+        path: `/v1/report-schedules/${seg(id)}`,
+        retry: 'rate_limited',
+        signal: call?.signal,
+      });
+    },
+    /** Sends the latest due period now to the recipients who have not had it (each gets it once). */
+    send: (id: string, call?: CallOptions) =>
+      this.request<T.ReportSendResult>({
+        method: 'POST',
+        path: `/v1/report-schedules/${seg(id)}/send`,
+        retry: 'all',
+        signal: call?.signal,
+      }),
   };
 
   // Settings and the audit log

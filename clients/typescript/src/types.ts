@@ -37,6 +37,22 @@ export type OtlpMappingRuleCreated = Schemas['OtlpMappingRuleCreated'];
 export type OtlpMappingRuleList = Schemas['OtlpMappingRuleList'];
 export type OtlpUnresolvedRun = Schemas['OtlpUnresolvedRun'];
 export type OtlpUnresolvedRunList = Schemas['OtlpUnresolvedRunList'];
+export type Forecast = Schemas['Forecast'];
+export type Payback = Schemas['Payback'];
+export type Budget = Schemas['Budget'];
+export type BudgetList = Schemas['BudgetList'];
+export type BudgetStatus = Schemas['BudgetStatus'];
+export type CreateBudgetRequest = Schemas['CreateBudgetRequest'];
+export type UpdateBudgetRequest = Schemas['UpdateBudgetRequest'];
+export type FixedCost = Schemas['FixedCost'];
+export type FixedCostList = Schemas['FixedCostList'];
+export type CreateFixedCostRequest = Schemas['CreateFixedCostRequest'];
+export type UpdateFixedCostRequest = Schemas['UpdateFixedCostRequest'];
+export type ReportSchedule = Schemas['ReportSchedule'];
+export type ReportScheduleList = Schemas['ReportScheduleList'];
+export type CreateReportScheduleRequest = Schemas['CreateReportScheduleRequest'];
+export type UpdateReportScheduleRequest = Schemas['UpdateReportScheduleRequest'];
+export type ReportSendResult = Schemas['ReportSendResult'];
 
 /** `metadata.KEY=VALUE` report filters, as `{ KEY: VALUE }`. */
 type MetadataFilter = { metadata?: Record<string, string> };
@@ -47,6 +63,8 @@ export type LeaderboardQuery = Omit<Query<'getLeaderboard'>, 'format'> & Metadat
 export type ExportQuery = Omit<Query<'exportReport'>, 'format'> & MetadataFilter;
 export type ListTaskTypesQuery = Query<'listTaskTypes'>;
 export type PageQuery = Query<'listWebhooks'>;
+export type ForecastQuery = Query<'getForecast'> & MetadataFilter;
+export type PaybackQuery = Query<'getPayback'>;
 
 /** Webhook payloads (DESIGN §8): the body of every delivery, as signed. */
 export interface WeeklyDigest {
@@ -55,6 +73,45 @@ export interface WeeklyDigest {
   totals: { events: number; hours_saved: number; cost_saved: number; agent_cost: number; net_saved: number };
   top_agents: ReportRow[];
   top_task_types: ReportRow[];
+}
+
+/** `budget.threshold_crossed` and `budget.forecast_exceeded` (docs/budgets-and-forecasts.md). */
+export interface BudgetAlert {
+  budget: {
+    id: string;
+    name: string;
+    scope: 'org' | 'agent' | 'client' | 'task_type';
+    scope_value: string | null;
+    amount: number;
+    thresholds: number[];
+  };
+  currency: string;
+  month: string;
+  /** threshold_crossed only: the percentage and its amount. */
+  threshold?: number;
+  threshold_amount?: number;
+  spend: number;
+  percent_used: number;
+  /** Null for a month that is over (an alert caught up after downtime). */
+  forecast: {
+    agent_cost: number;
+    low: number;
+    high: number;
+    run_out_date: string | null;
+    method: { name: string; description: string };
+  } | null;
+}
+
+/** `usage.threshold_crossed`: the month's events, counted by time of receipt. */
+export interface UsageAlert {
+  month: string;
+  plan: string;
+  threshold: number;
+  events_in_month: number;
+  events_included_in_plan: number;
+  percent_used: number;
+  counted_by: 'received_at';
+  crossed_at: string;
 }
 
 interface Envelope<T extends string, D> {
@@ -68,4 +125,7 @@ export type WebhookEnvelope =
   | Envelope<'event.created', Event>
   | Envelope<'agent.first_event', { agent_id: string; event: Event }>
   | Envelope<'weekly.digest', WeeklyDigest>
-  | Envelope<'test.ping', { webhook_id: string; message: string; sent_at: string }>;
+  | Envelope<'test.ping', { webhook_id: string; message: string; sent_at: string }>
+  | Envelope<'budget.threshold_crossed', BudgetAlert & { crossed_at: string }>
+  | Envelope<'budget.forecast_exceeded', BudgetAlert & { forecast_at: string }>
+  | Envelope<'usage.threshold_crossed', UsageAlert>;

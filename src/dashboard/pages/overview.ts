@@ -20,6 +20,7 @@ import {
   type Totals,
 } from './figures.js';
 import { periodPicker } from './controls.js';
+import { overviewPlanning } from './overview-planning.js';
 
 function card(label: string, value: string, delta: SafeHtml | string): SafeHtml {
   return html`<div class="card">
@@ -147,6 +148,9 @@ export function registerOverviewPage(dash: FastifyInstance, app: FastifyInstance
       TaskTypeNames.load(ctx),
     ]);
     const none = html`<span class="muted">(none)</span>`;
+    // Forecast, payback and budgets at risk (overview-planning.ts).
+    const planning = await overviewPlanning({ ctx, period });
+    banners.push(...planning.banners);
     const totals = totalsOf(series.rows);
     const prev: Totals | null = previous ? totalsOf(previous.rows) : null;
     const points = [...series.rows].sort((a, b) =>
@@ -224,7 +228,7 @@ export function registerOverviewPage(dash: FastifyInstance, app: FastifyInstance
         ${PERIOD_LABELS[period]}: <span class="nowrap">${series.meta.range.from.slice(0, 10)}</span> to
         <span class="nowrap">${series.meta.range.to.slice(0, 10)}</span> (UTC)
       </p>
-      ${cards}
+      ${cards} ${planning.body}
       <section class="panel">
         <h2>Cost saved and agent cost</h2>
         ${chart}

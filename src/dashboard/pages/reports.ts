@@ -22,6 +22,7 @@ import { TaskTypeNames } from '../task-names.js';
 import { dashboardCtx, queryOf, sendPage } from '../routes.js';
 import { select, textField } from './controls.js';
 import { isPartialBucket, partialEnds, PERIOD_LABELS, periodOf } from './figures.js';
+import { reportForecast } from './report-forecast.js';
 
 const DIMENSION_LABELS: Record<Dimension, string> = {
   agent: 'Agent',
@@ -300,11 +301,14 @@ export function registerReportPages(dash: FastifyInstance, app: FastifyInstance)
         </div>`;
     }
 
+    // A report by day also shows this month with its forecast (report-forecast.ts).
+    const forecast =
+      report && report.rows.length > 0 ? await reportForecast(ctx, view.input, METRIC_LABELS[sort]) : '';
     const body = html`${controls(view, q, names)}
       <div class="toolbar">
         <a class="button" href="${exportPath}" download>Download CSV</a>
       </div>
-      ${result}
+      ${result} ${forecast}
       <section class="panel">
         <h2>The same report from the API</h2>
         <pre class="code" id="api-request"><code>curl -H "Authorization: Bearer $TALLY_API_KEY" \\

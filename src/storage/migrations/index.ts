@@ -17,6 +17,9 @@ import * as foldParts from './2026_11_25_0016_fold_parts.js';
 import * as webhookSubscriptionVersions from './2026_11_27_0017_webhook_subscription_versions.js';
 import * as webhookSecretsEncrypted from './2026_11_27_0018_webhook_secrets_encrypted.js';
 import * as otlp from './2026_11_28_0040_otlp.js';
+import * as budgets from './2026_11_28_0050_budgets.js';
+import * as payback from './2026_11_28_0051_payback.js';
+import * as reportEmails from './2026_11_28_0052_report_emails.js';
 
 /** Every migration, by name; names sort in the order they apply. Add new files here. */
 export const migrations: Record<string, Migration> = {
@@ -38,4 +41,7 @@ export const migrations: Record<string, Migration> = {
   '2026_11_27_0017_webhook_subscription_versions': webhookSubscriptionVersions,
   '2026_11_27_0018_webhook_secrets_encrypted': webhookSecretsEncrypted,
   '2026_11_28_0040_otlp': otlp,
+  '2026_11_28_0050_budgets': budgets,
+  '2026_11_28_0051_payback': payback,
+  '2026_11_28_0052_report_emails': reportEmails,
 };

@@ -142,6 +142,9 @@ describe('dashboard screenshots', () => {
       ['webhook', `/dashboard/webhooks/${webhookIds[1] ?? ''}`],
       ['usage', '/dashboard/usage'],
       ['settings', '/dashboard/settings'],
+      ['budgets', '/dashboard/budgets'],
+      ['budgets-payback', '/dashboard/budgets/payback'],
+      ['budgets-emails', '/dashboard/budgets/emails'],
     ];
     for (const [size, viewport] of [
       ['desktop', { width: 1280, height: 800 }],
