@@ -204,8 +204,10 @@ describe.skipIf(!REDIS_URL)('rate limits shared through Redis', () => {
     it('limits one API key together across two app instances', async () => {
       const url = REDIS_URL ?? '';
       const prefix = `tally:test:${randomBytes(6).toString('hex')}:`;
-      const limiterA = new RedisRateLimiter(url, { prefix });
-      const limiterB = new RedisRateLimiter(url, { prefix });
+      // A loaded machine can stall past the default 300 ms, and the limiter then fails open: this
+      // test is about the shared window, not the timeout (redis-outage.test.ts covers that).
+      const limiterA = new RedisRateLimiter(url, { prefix, timeoutMs: 10_000 });
+      const limiterB = new RedisRateLimiter(url, { prefix, timeoutMs: 10_000 });
       const h = await createHarness(engine, { env: { TALLY_PLANS_FILE: plansFile }, rateLimiter: limiterA });
       // A second instance of the service on the same database, with its own Redis connection.
       const appB = await buildApp(
