@@ -207,10 +207,17 @@ export async function buildPayback({ ctx, period }: { ctx: OrgCtx; period: Perio
   };
 }
 
-const money = (micros: number, currency: string) => `${(micros / 1e6).toFixed(2)} ${currency}`;
+const plainMoney = (micros: number, currency: string) => `${(micros / 1e6).toFixed(2)} ${currency}`;
 
-/** The payback in a sentence (API answer and pages). */
-export function paybackSentence(p: Payback, currency: string): string {
+/**
+ * The payback in a sentence: plain amounts (`889.97 EUR`) for the API answer; the pages pass their
+ * own money format (`€889.97`).
+ */
+export function paybackSentence(
+  p: Payback,
+  currency: string,
+  money: (micros: number, currency: string) => string = plainMoney,
+): string {
   const last = p.months[p.months.length - 1];
   if (p.status === 'reached') {
     return `Paid back: cumulative net saved after fixed costs turned positive in ${p.paybackMonth ?? ''} and stands at ${money(last?.cumulative ?? 0, currency)}.`;

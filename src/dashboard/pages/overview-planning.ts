@@ -12,6 +12,8 @@ import { html, type SafeHtml } from '../html.js';
 import { monthChart } from './forecast-chart.js';
 import { PERIOD_LABELS } from './figures.js';
 
+const percentFormat = new Intl.NumberFormat('en-US', { minimumFractionDigits: 1, maximumFractionDigits: 1 });
+
 type Key = 'cost' | 'agentCost' | 'net';
 
 const valueOf = (f: Figures | Band, key: Key) =>
@@ -180,7 +182,7 @@ export async function overviewPlanning({ ctx, period }: { ctx: OrgCtx; period: P
   const paybackSection = html`<section class="panel" aria-labelledby="payback-title">
     <h2 id="payback-title">Payback and ROI net of fixed costs</h2>
     <dl class="cards">
-      ${card('ROI net of fixed costs', roi === null ? '—' : `${roi.toFixed(1)}%`, PERIOD_LABELS[period])}
+      ${card('ROI net of fixed costs', roi === null ? '—' : `${percentFormat.format(roi)}%`, PERIOD_LABELS[period])}
       ${card('Fixed costs', fmt(p.fixedCosts), PERIOD_LABELS[period])}
       ${card('Net saved after fixed costs', fmt(p.figures.cost - p.figures.agentCost - p.fixedCosts), PERIOD_LABELS[period])}
       ${card('Payback month', paybackValue, paybackNote)}
@@ -191,10 +193,10 @@ export async function overviewPlanning({ ctx, period }: { ctx: OrgCtx; period: P
       )}
     </dl>
     <p class="muted">
-      ${paybackSentence(payback, currency)} ROI above (×) is cost saved ÷ agent cost, a multiple of what the
-      runs cost; ROI net of fixed costs is (cost saved − agent cost − fixed costs) ÷ (agent cost + fixed
-      costs), the return on everything spent, monthly fixed costs counted for the share of each month in the
-      period.
+      ${paybackSentence(payback, currency, (micros) => fmt(micros))} ROI above (×) is cost saved ÷ agent cost,
+      a multiple of what the runs cost; ROI net of fixed costs is (cost saved − agent cost − fixed costs) ÷
+      (agent cost + fixed costs), the return on everything spent, monthly fixed costs counted for the share of
+      each month in the period.
       <a href="/dashboard/budgets/payback">Fixed costs and FTE hours</a>
     </p>
     ${

@@ -196,15 +196,18 @@ describe('the Budgets page and the Overview’s forecast and payback in Chromium
       payback: { month: string | null; description: string };
       this_month: { fte_freed_forecast: number };
     }>('/v1/reports/payback?period=30d');
-    expect(await figure('ROI net of fixed costs')).toBe(`${payback.period.roi_percent.toFixed(1)}%`);
+    expect(await figure('ROI net of fixed costs')).toBe(
+      `${payback.period.roi_percent.toLocaleString('en-US', { minimumFractionDigits: 1, maximumFractionDigits: 1 })}%`,
+    );
     expect(await figure('Fixed costs')).toBe(eur(payback.period.fixed_costs));
     expect(await figure('Net saved after fixed costs')).toBe(eur(payback.period.net_after_fixed_costs));
     expect(await figure('Payback month')).toBe(payback.payback.month ?? 'Not in sight');
     expect(await figure('FTE capacity freed')).toBe(
       `${payback.this_month.fte_freed_forecast.toFixed(2)} FTE`,
     );
+    // The API's sentence, its amounts in the page's money format (`889.97 EUR` → `€889.97`).
     expect(await page.locator('section[aria-labelledby="payback-title"]').textContent()).toContain(
-      payback.payback.description,
+      payback.payback.description.replace(/(-?\d+\.\d{2}) EUR/g, (_, amount: string) => eur(Number(amount))),
     );
     // The existing ROI card stays, beside the new one, and the page says how they differ.
     expect(await figure('ROI')).toMatch(/×$/);

@@ -141,6 +141,22 @@ export async function seedRealistic(h: Harness, days = 90): Promise<number> {
 
   const r = generator(20261120);
   const now = h.clock.now().getTime();
+  // What the per-event figures leave out: building the agents at the start, a platform licence
+  // since; and a budget on the agents' monthly spend.
+  const start = new Date(now - (days - 1) * 86_400_000).toISOString();
+  await call(h, 'POST', '/v1/fixed-costs', {
+    name: 'Building the agents',
+    kind: 'one_off',
+    amount: 18000,
+    date: start.slice(0, 10),
+  });
+  await call(h, 'POST', '/v1/fixed-costs', {
+    name: 'Agent platform licence',
+    kind: 'monthly',
+    amount: 900,
+    start_month: start.slice(0, 7),
+  });
+  await call(h, 'POST', '/v1/budgets', { name: 'Agent spend', scope: 'org', amount: 600 });
   const events: Array<Record<string, unknown>> = [];
   for (let d = days - 1; d >= 0; d--) {
     const dayStart = Math.floor(now / 86_400_000) * 86_400_000 - d * 86_400_000;
