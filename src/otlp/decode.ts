@@ -1,3 +1,4 @@
+import { UNSTORABLE } from '../http/storable.js';
 import { ExportTraceServiceRequest } from './proto.js';
 import {
   emptyAttributes,
@@ -347,9 +348,16 @@ export function decodeJsonExport(body: unknown): DecodedExport {
   return { spans, invalid };
 }
 
-/** Resource attributes rules can match: short values only, so a held span stays small. */
+/**
+ * Resource attributes rules can match: short values only, so a held span stays small, and only
+ * those both engines can store (no NUL, no unpaired surrogate, in the key or the value).
+ */
 function dropLongValues(resource: Attributes): void {
   for (const [key, value] of Object.entries(resource)) {
-    if (typeof value === 'string' && value.length > MAX_RESOURCE_VALUE_LENGTH) delete resource[key];
+    if (
+      (typeof value === 'string' && (value.length > MAX_RESOURCE_VALUE_LENGTH || UNSTORABLE.test(value))) ||
+      UNSTORABLE.test(key)
+    )
+      delete resource[key];
   }
 }
