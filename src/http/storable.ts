@@ -5,7 +5,7 @@ import type { ErrorDetail } from '../errors.js';
  * which have no UTF-8 form (stored as U+FFFD on one engine, refused by jsonb on the other).
  */
 // eslint-disable-next-line no-control-regex -- NUL is exactly what this looks for
-const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+export const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 const UNSTORABLE_ALL = new RegExp(UNSTORABLE.source, 'g');
 

@@ -1,3 +1,4 @@
+import { UNSTORABLE } from '../http/storable.js';
 import { ExportTraceServiceRequest } from './proto.js';
 import {
   emptyAttributes,
@@ -27,6 +28,8 @@ const TRACE_ID = /^[0-9a-f]{32}$/;
 const SPAN_ID = /^[0-9a-f]{16}$/;
 const ZERO_TRACE = '0'.repeat(32);
 const ZERO_SPAN = '0'.repeat(16);
+/** The end of year 9999 in microseconds: a later time has no date an event can carry. */
+const MAX_TIME_US = Date.UTC(9999, 11, 31, 23, 59, 59, 999) * 1000;
 
 /** What both encodings yield for one span before it is checked. */
 interface RawSpan {
@@ -55,7 +58,8 @@ function finish(raw: RawSpan, resource: Attributes, idsChecked: boolean): Export
     Number.isFinite(raw.startUs) &&
     Number.isFinite(raw.endUs) &&
     raw.startUs > 0 &&
-    raw.endUs >= raw.startUs;
+    raw.endUs >= raw.startUs &&
+    raw.endUs <= MAX_TIME_US;
   if (!valid) return null;
   const parentSpanId = raw.parentSpanId === ZERO_SPAN ? '' : raw.parentSpanId;
   return {
@@ -347,9 +351,16 @@ export function decodeJsonExport(body: unknown): DecodedExport {
   return { spans, invalid };
 }
 
-/** Resource attributes rules can match: short values only, so a held span stays small. */
+/**
+ * Resource attributes rules can match: short values only, so a held span stays small, and only
+ * those both engines can store (no NUL, no unpaired surrogate, in the key or the value).
+ */
 function dropLongValues(resource: Attributes): void {
   for (const [key, value] of Object.entries(resource)) {
-    if (typeof value === 'string' && value.length > MAX_RESOURCE_VALUE_LENGTH) delete resource[key];
+    if (
+      (typeof value === 'string' && (value.length > MAX_RESOURCE_VALUE_LENGTH || UNSTORABLE.test(value))) ||
+      UNSTORABLE.test(key)
+    )
+      delete resource[key];
   }
 }

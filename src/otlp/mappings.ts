@@ -5,7 +5,7 @@ import type { OrgCtx } from '../context.js';
 import { AppError, notFound, validationError } from '../errors.js';
 import { ulid } from '../ids.js';
 import { inTransaction } from '../storage/db.js';
-import { loadRules, ruleView, type RuleRow } from './rule-store.js';
+import { forgetRules, loadRules, ruleView, type RuleRow } from './rule-store.js';
 import { RULE_FIELDS, type MappingRule, type RuleField, type RuleKind } from './rules.js';
 import { otlpDb } from './tables.js';
 import { retryUnresolvedRuns } from './unresolved.js';
@@ -111,12 +111,13 @@ export async function createMappingRule({
     );
     return view;
   });
+  forgetRules(ctx.org.id);
   const resolvedRuns = await retryUnresolvedRuns({ ctx });
   return { rule, resolvedRuns };
 }
 
 export async function deleteMappingRule({ ctx, id }: { ctx: OrgCtx; id: string }): Promise<MappingRule> {
-  return inTransaction(ctx.db, async (trx) => {
+  const deleted = await inTransaction(ctx.db, async (trx) => {
     const row = await otlpDb(trx)
       .selectFrom('otlp_mapping_rules')
       .selectAll()
@@ -136,6 +137,8 @@ export async function deleteMappingRule({ ctx, id }: { ctx: OrgCtx; id: string }
     );
     return view;
   });
+  forgetRules(ctx.org.id);
+  return deleted;
 }
 
 export { RULE_FIELDS };

@@ -1,3 +1,5 @@
+import { UNSTORABLE } from '../http/storable.js';
+
 /** An attribute value as Tally reads it: only scalars are ever read (arrays and maps are dropped). */
 export type AttributeValue = string | number | boolean;
 
@@ -92,4 +94,26 @@ export function countAttribute(attributes: Attributes, key: string): number | un
 export function isTrue(attributes: Attributes, key: string): boolean {
   const value = attribute(attributes, key);
   return value === true || value === 'true';
+}
+
+const unstorable = (value: AttributeValue) => typeof value === 'string' && UNSTORABLE.test(value);
+
+/** A string value neither engine can store as sent (http/storable.ts) among `attributes`. */
+export function hasUnstorableValue(attributes: Attributes): boolean {
+  for (const key in attributes)
+    if (unstorable(attributes[key] as AttributeValue) || UNSTORABLE.test(key)) return true;
+  return false;
+}
+
+/**
+ * A span whose stored fields hold a string neither engine can store as sent: its name, or a
+ * value of the attributes Tally keeps (agent, model, task type, client… become event columns
+ * and metadata). Its resource is checked when decoded (decode.ts drops such values).
+ */
+export function unstorableSpan(span: ExportedSpan): boolean {
+  return (
+    UNSTORABLE.test(span.name) ||
+    hasUnstorableValue(span.attributes) ||
+    span.evaluations.some(hasUnstorableValue)
+  );
 }

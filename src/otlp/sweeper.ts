@@ -12,9 +12,11 @@ import {
 } from './held.js';
 import { loadRules } from './rule-store.js';
 import { splitTrace } from './runs.js';
-import { trackRuns } from './track-runs.js';
+import { lockTraces, traceQueueOf, withRetries } from './trace-locks.js';
+import { trackRunsIn } from './track-runs.js';
 import { forgetUnresolvedBefore, recordUnresolved } from './unresolved.js';
-import { inTransaction } from '../storage/db.js';
+import { inTransaction, type DbOrTrx } from '../storage/db.js';
+import { afterTrack } from '../tracking/fold.js';
 
 /** Names of the service-wide totals in otlp_counters (metrics.ts shows them). */
 export const COUNTERS = {
@@ -39,9 +41,9 @@ export interface SweepResult {
  * Settles the traces whose spans have been held for longer than the bound
  * (TALLY_OTLP_HOLD_SECONDS): a run whose task span came is tracked with whatever of it came (its
  * local root never did: a parent filtered out before export, or a process that died); spans of
- * no run are dropped, or counted late when their trace's runs were tracked already. Tracking goes
- * first and is idempotent, and the held rows go with the counters in one transaction, so a crash
- * or two sweeping processes count every span once.
+ * no run are dropped, or counted late when their trace's runs were tracked already. Each trace is
+ * settled in one transaction that holds its lock (trace-locks.ts): its runs, its held rows and
+ * its counters commit together, so a crash or two sweeping processes count every span once.
  */
 export async function sweepHeldSpans(ctx: ServiceCtx): Promise<SweepResult> {
   const now = ctx.clock.now().getTime();
@@ -55,39 +57,26 @@ export async function sweepHeldSpans(ctx: ServiceCtx): Promise<SweepResult> {
       orgCtx = { ...ctx, org: await getOrganization({ ctx, id: orgId }), actorKeyId: null };
       orgCtxs.set(orgId, orgCtx);
     }
-    const spans = (await heldSpansOf(ctx.db, orgId, [traceId])).get(traceId) ?? [];
-    const split = splitTrace(spans, true);
-    const drafts: RunDraft[] = split.runs.map((run) => draftRun(run, orgCtx.org));
-    const counts: Record<string, number> = {};
-    if (drafts.length > 0) {
-      const outcomes = await trackRuns({ ctx: orgCtx, drafts, rules: await loadRules(ctx.db, orgId) });
-      const unresolved: { draft: RunDraft; reason: string }[] = [];
-      drafts.forEach((draft, i) => {
-        const outcome = outcomes[i];
-        if (outcome?.kind === 'tracked') result.tracked += outcome.replayed ? 0 : 1;
-        else if (outcome?.kind === 'unresolved') unresolved.push({ draft, reason: outcome.reason });
-        // No exporter waits for this answer: a run tracking refuses now is dropped.
-        else if (outcome?.kind === 'rejected')
-          counts[COUNTERS.droppedSpans] = (counts[COUNTERS.droppedSpans] ?? 0) + draft.spanCount;
-      });
-      await recordUnresolved(ctx.db, orgId, new Date(now), unresolved);
-    } else {
-      const late = await isTraceDone(ctx.db, orgId, traceId);
-      counts[late ? COUNTERS.lateSpans : COUNTERS.droppedSpans] = spans.length;
-      if (!late) counts[COUNTERS.droppedTraces] = 1;
+    const release = await traceQueueOf(ctx.db).acquire([`${orgId}:${traceId}`]);
+    let swept: Swept | null;
+    try {
+      swept = await withRetries(() =>
+        inTransaction(heldWriter(ctx.db), async (trx) => {
+          await lockTraces(trx, ctx.engine, orgId, [traceId]);
+          return sweepTrace(trx, orgCtx, traceId, now);
+        }),
+      );
+    } finally {
+      release();
     }
-    // Spans of no run beside runs that were tracked: dropped too.
-    if (drafts.length > 0 && split.outside.length > 0)
-      counts[COUNTERS.droppedSpans] = (counts[COUNTERS.droppedSpans] ?? 0) + split.outside.length;
-    await inTransaction(heldWriter(ctx.db), async (trx) => {
-      const released = await releaseSpans(trx, orgId, spans);
-      // Another process settled this trace meanwhile: it counted it.
-      if (released === 0) return;
-      await addToCounters(trx, orgId, counts);
-      result.droppedTraces += counts[COUNTERS.droppedTraces] ?? 0;
-      result.droppedSpans += counts[COUNTERS.droppedSpans] ?? 0;
-      result.lateSpans += counts[COUNTERS.lateSpans] ?? 0;
-    });
+    // Another process settled this trace meanwhile: it counted it.
+    if (swept === null) continue;
+    if (ctx.engine !== 'postgres') await recordUnresolved(ctx.db, orgId, new Date(now), swept.unresolved);
+    if (swept.tracked > 0) await afterTrack(orgCtx);
+    result.tracked += swept.tracked;
+    result.droppedTraces += swept.counts[COUNTERS.droppedTraces] ?? 0;
+    result.droppedSpans += swept.counts[COUNTERS.droppedSpans] ?? 0;
+    result.lateSpans += swept.counts[COUNTERS.lateSpans] ?? 0;
     result.traces++;
   }
   // Done marks serve spans held after their run, which wait the bound at most.
@@ -95,6 +84,49 @@ export async function sweepHeldSpans(ctx: ServiceCtx): Promise<SweepResult> {
   // Runs past the occurred_at window (90 days) can never be tracked.
   await forgetUnresolvedBefore(ctx.db, now - 90 * DAY_MS);
   return result;
+}
+
+interface Swept {
+  tracked: number;
+  counts: Record<string, number>;
+  unresolved: { draft: RunDraft; reason: string }[];
+}
+
+/**
+ * One expired trace, in the transaction that holds its lock: its runs tracked, its held spans
+ * released and counted. Null when nothing of it is held any more.
+ */
+async function sweepTrace(trx: DbOrTrx, ctx: OrgCtx, traceId: string, now: number): Promise<Swept | null> {
+  const orgId = ctx.org.id;
+  const spans = (await heldSpansOf(trx, orgId, [traceId])).get(traceId) ?? [];
+  if (spans.length === 0) return null;
+  const split = splitTrace(spans, true);
+  const drafts: RunDraft[] = split.runs.map((run) => draftRun(run, ctx.org));
+  const counts: Record<string, number> = {};
+  const unresolved: { draft: RunDraft; reason: string }[] = [];
+  let tracked = 0;
+  if (drafts.length > 0) {
+    const outcomes = await trackRunsIn(trx, { ctx, drafts, rules: await loadRules(trx, orgId) });
+    drafts.forEach((draft, i) => {
+      const outcome = outcomes[i];
+      if (outcome?.kind === 'tracked') tracked += outcome.replayed ? 0 : 1;
+      else if (outcome?.kind === 'unresolved') unresolved.push({ draft, reason: outcome.reason });
+      // No exporter waits for this answer: a run tracking refuses now is dropped.
+      else if (outcome?.kind === 'rejected')
+        counts[COUNTERS.droppedSpans] = (counts[COUNTERS.droppedSpans] ?? 0) + draft.spanCount;
+    });
+    // Spans of no run beside runs that were tracked: dropped too.
+    if (split.outside.length > 0)
+      counts[COUNTERS.droppedSpans] = (counts[COUNTERS.droppedSpans] ?? 0) + split.outside.length;
+  } else {
+    const late = await isTraceDone(trx, orgId, traceId);
+    counts[late ? COUNTERS.lateSpans : COUNTERS.droppedSpans] = spans.length;
+    if (!late) counts[COUNTERS.droppedTraces] = 1;
+  }
+  await releaseSpans(trx, orgId, spans);
+  await addToCounters(trx, orgId, counts);
+  if (ctx.engine === 'postgres') await recordUnresolved(trx, orgId, new Date(now), unresolved);
+  return { tracked, counts, unresolved };
 }
 
 export interface SweeperOptions {

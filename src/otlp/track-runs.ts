@@ -2,10 +2,14 @@ import { Ajv } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { OrgCtx } from '../context.js';
 import { AppError } from '../errors.js';
+import { newId } from '../ids.js';
+import type { DbOrTrx } from '../storage/db.js';
 import type { StoredEvent } from '../tracking/events.js';
+import type { JobOutcome, TrackJob } from '../tracking/job.js';
+import { processBatch } from '../tracking/pipeline.js';
 import { TrackBody } from '../tracking/schema.js';
 import { trackEvent } from '../tracking/track.js';
-import type { TrackInput } from '../tracking/track-input.js';
+import { checkPricedCost, checkTrackInput, type TrackInput } from '../tracking/track-input.js';
 import type { RunDraft } from './draft.js';
 import { matchClient, matchTaskType, type MappingRule } from './rules.js';
 
@@ -95,5 +99,74 @@ export async function trackRuns({
   const settled = await Promise.allSettled(calls);
   const failed = settled.find((s) => s.status === 'rejected');
   if (failed) throw failed.reason;
+  return outcomes;
+}
+
+/** A run refused by tracking: unresolved when its task type is unknown, rejected otherwise. */
+function refusal(error: unknown): RunOutcome {
+  if (!(error instanceof AppError) || error.status >= 500) throw error;
+  return error.code === 'unknown_task_type'
+    ? { kind: 'unresolved', reason: error.message }
+    : { kind: 'rejected', message: error.message };
+}
+
+/** The track call of a run, checked as trackEvent checks its input (throws its AppError). */
+function jobOf(ctx: OrgCtx, input: TrackInput, idempotencyKey: string): TrackJob {
+  const path = '/body';
+  const { occurredAt, metadataJson } = checkTrackInput(input, path);
+  const receivedAt = ctx.clock.now();
+  checkPricedCost(input, ctx.org, occurredAt ?? receivedAt, path);
+  return {
+    ctx,
+    input,
+    metadataJson,
+    idempotencyKey,
+    path,
+    eventId: newId('evt', receivedAt),
+    receivedAt,
+    occurredAt: occurredAt ?? receivedAt,
+  };
+}
+
+/**
+ * trackRuns inside the caller's open transaction `trx` (the export's, which holds its traces'
+ * locks): the runs are written set-wise by the tracking pipeline, with the export's other writes,
+ * and commit with them. The caller wakes the folding stage after its commit.
+ */
+export async function trackRunsIn(
+  trx: DbOrTrx,
+  { ctx, drafts, rules }: { ctx: OrgCtx; drafts: RunDraft[]; rules: MappingRule[] },
+): Promise<RunOutcome[]> {
+  const outcomes: RunOutcome[] = new Array<RunOutcome>(drafts.length);
+  let pending: { index: number; job: TrackJob }[] = [];
+  drafts.forEach((draft, index) => {
+    const prepared = trackInputOf(draft, rules);
+    if ('unresolved' in prepared)
+      return void (outcomes[index] = { kind: 'unresolved', reason: prepared.unresolved });
+    if ('rejected' in prepared)
+      return void (outcomes[index] = { kind: 'rejected', message: prepared.rejected });
+    try {
+      pending.push({ index, job: jobOf(ctx, prepared.input, idempotencyKeyOf(draft)) });
+    } catch (error) {
+      outcomes[index] = refusal(error);
+    }
+  });
+  // A second run with one key (a task span sent twice) waits for the pass after the first.
+  while (pending.length > 0) {
+    const results: JobOutcome[] = await processBatch(
+      trx,
+      pending.map((p) => p.job),
+    );
+    const again: typeof pending = [];
+    pending.forEach((p, i) => {
+      const result = results[i];
+      if (result === undefined) throw new Error('no outcome for a tracked run');
+      if ('ok' in result)
+        outcomes[p.index] = { kind: 'tracked', replayed: result.ok.replayed, event: result.ok.event };
+      else if ('error' in result) outcomes[p.index] = refusal(result.error);
+      else again.push(p);
+    });
+    pending = again;
+  }
   return outcomes;
 }
