@@ -98,7 +98,10 @@ describe.each(ENGINES)('concurrent exports of one trace (%s)', (engine) => {
     }
   });
 
-  it.runIf(engine === 'postgres')(
+  // PostgreSQL only (two instances share one database there; SQLite's write lock serialises the
+  // exports already): declared for that engine alone, so SQLite's run counts no skipped test.
+  const onPostgres = engine === 'postgres' ? it : () => undefined;
+  onPostgres(
     'settles a run on one instance only after another instance has held its model call',
     async () => {
       const secondary = openStorage(primary.url, { schema: primary.schema });
