@@ -13,7 +13,7 @@ import pg from 'pg';
 import { systemClock } from '../src/clock.js';
 import { loadConfig } from '../src/config.js';
 import { DEFAULT_PLANS } from '../src/billing/plans.js';
-import { buildApp } from '../src/http/server.js';
+import { buildApp } from '../src/app.js';
 import { createRateLimiter } from '../src/service.js';
 import { createOrganization } from '../src/orgs/organizations.js';
 import { migrateToLatest, openStorage } from '../src/storage/db.js';

@@ -4,7 +4,7 @@ import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import type { ServiceCtx } from './context.js';
 import { withSecretBox } from './crypto/secret-keys.js';
-import { buildApp } from './http/server.js';
+import { buildApp } from './app.js';
 import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './http/rate-limit.js';
 import { countOrganizations, createOrganization } from './orgs/organizations.js';
 import { migrateStorage, openStorage, takeSqliteWriteLock, type Storage } from './storage/db.js';

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import { MemoryRateLimiter } from '../../src/http/rate-limit.js';
-import { buildApp } from '../../src/http/server.js';
+import { buildApp } from '../../src/app.js';
 import { createOrganization } from '../../src/orgs/organizations.js';
 import { migrateToLatest, openStorage, type Storage } from '../../src/storage/db.js';
 import { settled, TIMED_OUT } from '../support/settled.js';

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import type { ServiceCtx } from '../../src/context.js';
-import { buildApp } from '../../src/http/server.js';
+import { buildApp } from '../../src/app.js';
 import { sweepHeldSpans } from '../../src/otlp/sweeper.js';
 import { readCounters } from '../../src/otlp/held.js';
 import { createOrganization } from '../../src/orgs/organizations.js';

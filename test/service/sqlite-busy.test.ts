@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import { MemoryRateLimiter } from '../../src/http/rate-limit.js';
-import { buildApp } from '../../src/http/server.js';
+import { buildApp } from '../../src/app.js';
 import { createOrganization } from '../../src/orgs/organizations.js';
 import { migrateToLatest, openStorage } from '../../src/storage/db.js';
 import { tempFile } from '../support/temp.js';

@@ -3,7 +3,7 @@ import { ManualClock } from '../../src/clock.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import type { OrgCtx, ServiceCtx } from '../../src/context.js';
 import type { PlanName } from '../../src/billing/plans.js';
-import { buildApp } from '../../src/http/server.js';
+import { buildApp } from '../../src/app.js';
 import { MemoryRateLimiter, type RateLimiter } from '../../src/http/rate-limit.js';
 import { createOrganization, getOrganization } from '../../src/orgs/organizations.js';
 import type { Engine } from '../../src/storage/db.js';

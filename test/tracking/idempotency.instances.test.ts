@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
-import { buildApp } from '../../src/http/server.js';
+import { buildApp } from '../../src/app.js';
 import { MemoryRateLimiter } from '../../src/http/rate-limit.js';
 import { createOrganization } from '../../src/orgs/organizations.js';
 import { openStorage, type Storage } from '../../src/storage/db.js';
