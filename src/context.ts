@@ -1,7 +1,7 @@
 import type { Clock } from './clock.js';
 import type { Config } from './config.js';
 import type { DbOrTrx, Engine } from './storage/db.js';
-import type { Organization } from './orgs/organizations.js';
+import type { Organization } from './orgs/organization-record.js';
 
 /** What every verb gets: storage, time and configuration. */
 export interface ServiceCtx {

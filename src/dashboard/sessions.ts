@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { ServiceCtx } from '../context.js';
 import { AppError } from '../errors.js';
-import { authenticate } from '../orgs/api-keys.js';
+import { authenticate } from '../orgs/authenticator.js';
 import { getOrganization, type Organization } from '../orgs/organizations.js';
 import { readDb } from '../storage/db.js';
 

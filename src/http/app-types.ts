@@ -4,7 +4,7 @@ import type { Config } from '../config.js';
 import type { OrgCtx, ServiceCtx } from '../context.js';
 import { AppError } from '../errors.js';
 import type { PlanName } from '../billing/plans.js';
-import type { Authenticated } from '../orgs/api-keys.js';
+import type { Authenticated } from '../orgs/authenticator.js';
 import { readDb, type Storage } from '../storage/db.js';
 import type { RateLimiter } from './rate-limit.js';
 import type { Metrics } from './metrics.js';

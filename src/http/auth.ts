@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { requirePlan } from '../billing/plans.js';
 import { AppError } from '../errors.js';
-import { authenticate, noteKeyUse } from '../orgs/api-keys.js';
+import { authenticate, noteKeyUse } from '../orgs/authenticator.js';
 import type { RateDecision } from './rate-limit.js';
 
 export function setRateHeaders(reply: FastifyReply, decision: RateDecision): void {
