@@ -24,8 +24,10 @@ import { registerWebhookRoutes } from './webhooks/routes.js';
 /** The whole application: the HTTP server, the folding stage's gauges and every feature's routes. */
 export async function buildApp(deps: AppDeps, options: ServerOptions = {}): Promise<FastifyInstance> {
   const { db, engine } = deps.storage;
+  // The gauges read the tail on a SQLite file's read connection, beside the folding pass.
+  const reads = deps.storage.reader ?? db;
   const now = () => deps.clock.now().getTime();
-  const tailMeter = new TailMeter(db, engine, now);
+  const tailMeter = new TailMeter(reads, engine, now);
   const metrics = createMetrics(
     () => tailMeter.read(),
     () => foldErrorCounts(db),
@@ -36,7 +38,7 @@ export async function buildApp(deps: AppDeps, options: ServerOptions = {}): Prom
   app.decorate(
     'ingestGate',
     ingestMaxLagSeconds > 0
-      ? new IngestGate(() => foldLag(db, engine, now()), ingestMaxLagSeconds * 1000)
+      ? new IngestGate(() => foldLag(reads, engine, now()), ingestMaxLagSeconds * 1000)
       : null,
   );
 

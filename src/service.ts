@@ -72,7 +72,7 @@ export async function startService(configured: Config, clock: Clock = systemCloc
     onConnectionError: (error) => log('warn', 'database connection lost', error),
   });
   await migrateStorage(storage, config.databaseUrl, { timeouts: config.database });
-  const ctx: ServiceCtx = { db: storage.db, engine: storage.engine, clock, config };
+  const ctx: ServiceCtx = { db: storage.db, engine: storage.engine, clock, config, storage };
   // Rows from before secrets were encrypted are sealed before the worker reads any.
   await resealWebhookSecrets(ctx, { only: 'plaintext' });
   const bootstrapKey = await bootstrapDefaultOrganization(ctx);

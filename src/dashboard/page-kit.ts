@@ -2,7 +2,6 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { OrgCtx } from '../context.js';
 import { AppError } from '../errors.js';
 import { serviceCtx } from '../http/app-types.js';
-import { readDb } from '../storage/db.js';
 import type { html } from './html.js';
 import { page, type Section } from './layout.js';
 import { setFlash, type DashboardSession } from './sessions.js';
@@ -37,10 +36,11 @@ export function dashboardCtx(app: FastifyInstance, request: FastifyRequest): Org
   if (!session) throw new AppError('missing_authorization', 'Sign in first.');
   const { storage, clock, config } = app.tally;
   return {
-    db: request.method === 'GET' ? readDb(storage.db) : storage.db,
+    db: request.method === 'GET' ? (storage.reader ?? storage.db) : storage.db,
     engine: storage.engine,
     clock,
     config,
+    storage,
     org: session.org,
     actorKeyId: session.keyId,
   };

@@ -79,7 +79,7 @@ export async function resumeSession({
   const id = tokenHash(token);
   // Read on the read connection (a SQLite file's): a page does not wait for a folding pass
   // holding the write connection; the occasional touch below does.
-  const reads = { ...ctx, db: readDb(ctx.db) };
+  const reads = { ...ctx, db: readDb(ctx) };
   const row = await reads.db
     .selectFrom('dashboard_sessions')
     .innerJoin('api_keys', 'api_keys.id', 'dashboard_sessions.key_id')

@@ -3,7 +3,7 @@ import { CompiledQuery, PostgresAdapter, sql } from 'kysely';
 import { decodeOverrides, OVERRIDES_JSON, type OverridesJson } from '../catalogue/overrides.js';
 import type { ServiceCtx } from '../context.js';
 import { AppError } from '../errors.js';
-import { snapshotReader, type DbOrTrx } from '../storage/db.js';
+import { readDb, type DbOrTrx } from '../storage/db.js';
 import { CompiledTexts } from '../storage/insert-rows.js';
 import { KEY_PATTERN, type KeyScope } from './api-keys.js';
 import { organizationFromRow, type Organization } from './organization-record.js';
@@ -114,12 +114,9 @@ class KeyLookup {
     const batch = this.waiting;
     this.waiting = new Map();
     try {
-      // SQLite: on the read connection, so that a request's key does not wait for a track batch
-      // or a folding pass holding the write connection (a committed change shows all the same).
-      const reader = snapshotReader(this.db) ?? this.db;
       const keyIds = [...batch.keys()];
-      const { rows } = await reader.executeQuery<KeyWithOrganization>(
-        CompiledQuery.raw(lookupText(reader, keyIds.length), keyIds),
+      const { rows } = await this.db.executeQuery<KeyWithOrganization>(
+        CompiledQuery.raw(lookupText(this.db, keyIds.length), keyIds),
       );
       const byId = new Map(rows.map((row) => [row.key_id, row]));
       for (const [keyId, queue] of batch) for (const w of queue) w.resolve(byId.get(keyId));
@@ -170,12 +167,14 @@ export async function authenticate({
   ctx,
   token,
 }: {
-  ctx: Pick<ServiceCtx, 'db'>;
+  ctx: Pick<ServiceCtx, 'db' | 'storage'>;
   token: string;
 }): Promise<Authenticated> {
   const match = KEY_PATTERN.exec(token);
   if (!match?.[1]) throw new AppError('invalid_api_key', 'The API key is malformed or unknown.');
-  const row = await findKeyWithOrganization(ctx.db, match[1]);
+  // SQLite: on the read connection, so that a request's key does not wait for a track batch or a
+  // folding pass holding the write connection (a committed change shows all the same).
+  const row = await findKeyWithOrganization(readDb(ctx), match[1]);
   const presented = hash('sha256', token, 'buffer');
   if (!row || !timingSafeEqual(presented, Buffer.from(row.key_hash, 'hex'))) {
     throw new AppError('invalid_api_key', 'The API key is malformed or unknown.');

@@ -1,5 +1,5 @@
 import type { OrgCtx } from '../context.js';
-import { readDb } from '../storage/db.js';
+import { readDb, trackDb } from '../storage/db.js';
 import { draftRun, type RunDraft } from './draft.js';
 import { heldSpansOf, holdSpans, markTracesDone, releaseSpans } from './held.js';
 import { loadRules } from './rule-store.js';
@@ -90,8 +90,8 @@ export async function ingestSpans({
   const [held, rules] = await Promise.all([
     settling.size === 0
       ? new Map<string, ExportedSpan[]>()
-      : heldSpansOf(readDb(ctx.db), ctx.org.id, [...settling.keys()]),
-    mayRun ? loadRules(readDb(ctx.db), ctx.org.id) : null,
+      : heldSpansOf(readDb(ctx), ctx.org.id, [...settling.keys()]),
+    mayRun ? loadRules(readDb(ctx), ctx.org.id) : null,
   ]);
   const drafts: RunDraft[] = [];
   const released: ExportedSpan[] = [];
@@ -117,15 +117,16 @@ export async function ingestSpans({
   }
 
   result.heldSpans = toHold.length;
-  const holding = toHold.length > 0 ? holdSpans(ctx.db, ctx.org.id, receivedAt.getTime(), toHold) : null;
+  const holding =
+    toHold.length > 0 ? holdSpans(trackDb(ctx), ctx.org.id, receivedAt.getTime(), toHold) : null;
   if (drafts.length === 0) {
     await holding;
-    if (released.length > 0) await releaseSpans(ctx.db, ctx.org.id, released);
+    if (released.length > 0) await releaseSpans(trackDb(ctx), ctx.org.id, released);
     return result;
   }
   // Held spans and runs are written side by side; the answer waits for both.
   const [outcomes] = await Promise.all([
-    trackRuns({ ctx, drafts, rules: rules ?? (await loadRules(readDb(ctx.db), ctx.org.id)) }),
+    trackRuns({ ctx, drafts, rules: rules ?? (await loadRules(readDb(ctx), ctx.org.id)) }),
     holding,
   ]);
   const unresolved: { draft: RunDraft; reason: string }[] = [];
@@ -153,8 +154,8 @@ export async function ingestSpans({
   // them again.
   await Promise.all([
     recordUnresolved(ctx.db, ctx.org.id, receivedAt, unresolved),
-    done.size > 0 ? markTracesDone(ctx.db, ctx.org.id, [...done], receivedAt.getTime()) : null,
-    released.length > 0 ? releaseSpans(ctx.db, ctx.org.id, released) : null,
+    done.size > 0 ? markTracesDone(trackDb(ctx), ctx.org.id, [...done], receivedAt.getTime()) : null,
+    released.length > 0 ? releaseSpans(trackDb(ctx), ctx.org.id, released) : null,
   ]);
   return result;
 }

@@ -6,7 +6,6 @@ import {
   expiredTraces,
   forgetDoneTraces,
   heldSpansOf,
-  heldWriter,
   isTraceDone,
   releaseSpans,
 } from './held.js';
@@ -14,7 +13,7 @@ import { loadRules } from './rule-store.js';
 import { splitTrace } from './runs.js';
 import { trackRuns } from './track-runs.js';
 import { forgetUnresolvedBefore, recordUnresolved } from './unresolved.js';
-import { inTransaction } from '../storage/db.js';
+import { inTransaction, trackDb } from '../storage/db.js';
 
 /** Names of the service-wide totals in otlp_counters (metrics.ts shows them). */
 export const COUNTERS = {
@@ -79,7 +78,7 @@ export async function sweepHeldSpans(ctx: ServiceCtx): Promise<SweepResult> {
     // Spans of no run beside runs that were tracked: dropped too.
     if (drafts.length > 0 && split.outside.length > 0)
       counts[COUNTERS.droppedSpans] = (counts[COUNTERS.droppedSpans] ?? 0) + split.outside.length;
-    await inTransaction(heldWriter(ctx.db), async (trx) => {
+    await inTransaction(trackDb(ctx), async (trx) => {
       const released = await releaseSpans(trx, orgId, spans);
       // Another process settled this trace meanwhile: it counted it.
       if (released === 0) return;
@@ -91,7 +90,7 @@ export async function sweepHeldSpans(ctx: ServiceCtx): Promise<SweepResult> {
     result.traces++;
   }
   // Done marks serve spans held after their run, which wait the bound at most.
-  await forgetDoneTraces(ctx.db, now - 2 * holdMs);
+  await forgetDoneTraces(trackDb(ctx), now - 2 * holdMs);
   // Runs past the occurred_at window (90 days) can never be tracked.
   await forgetUnresolvedBefore(ctx.db, now - 90 * DAY_MS);
   return result;

@@ -1,6 +1,6 @@
 import type { OrgCtx } from '../context.js';
 import { fromMicros } from '../money.js';
-import { selectArrays } from '../storage/db.js';
+import { readDb, selectArrays, writeDb } from '../storage/db.js';
 import { inSnapshot, readFoldState, type FoldState, type IngestSeq } from '../storage/snapshot.js';
 import { aggregateQuery } from './aggregate-sql.js';
 import { GROUP_KEY, periodRange, type Dimension, type ReportInput } from './params.js';
@@ -154,10 +154,15 @@ export async function buildReport({
   // PostgreSQL: a report that reads rollups runs without parallel workers (SnapshotOptions). It
   // reads the state of its grain's fold part (rollups.ts FOLD_PARTS).
   const grain = options.forceRaw ? null : chooseGrain(input.groupBy, clientFromMetadata(input.filters));
-  return inSnapshot(ctx.db, ctx.engine, (db, fold) => buildReportIn({ ...ctx, db }, input, options, fold), {
-    serial: grain !== null,
-    part: grain === null ? undefined : foldPartOf(grain),
-  });
+  return inSnapshot(
+    readDb(ctx),
+    ctx.engine,
+    (db, fold) => buildReportIn({ ...ctx, db }, input, options, fold),
+    {
+      serial: grain !== null,
+      part: grain === null ? undefined : foldPartOf(grain),
+    },
+  );
 }
 
 async function buildReportIn(ctx: OrgCtx, input: ReportInput, options: ReportOptions, fold: FoldView) {
@@ -194,7 +199,7 @@ export async function* streamReport({
   // PostgreSQL: a cursor), which reads the watermark itself: the month rows then hold exactly the
   // days before the monthsThrough the plan was made with (rollups.ts monthsThroughAt). The one
   // read here is the floor its tail is planned from (storage/tail.ts TailMark).
-  const rows = streamRows(ctx.db, ctx.engine, async (db) => {
+  const rows = streamRows(writeDb(ctx), ctx.engine, async (db) => {
     const grain = chooseGrain(input.groupBy, clientFromMetadata(input.filters));
     const part = grain === null ? undefined : foldPartOf(grain);
     const { watermark, coarseThrough, monthsThrough } = await readFoldState(db, part);

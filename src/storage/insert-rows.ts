@@ -7,7 +7,8 @@ import {
   type InsertResult,
   type QueryCreator,
 } from 'kysely';
-import { sqliteHandle, type DbOrTrx } from './db.js';
+import { sqliteHandle } from './sqlite.js';
+import type { DbOrTrx } from './types.js';
 import type { Database } from './schema.js';
 
 /** The PostgreSQL type of a column, for the array that carries it. */

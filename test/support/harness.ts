@@ -69,7 +69,7 @@ export async function createHarness(engine: Engine, options: HarnessOptions = {}
     TALLY_SECRET_KEY: TEST_SECRET_KEY,
     ...options.env,
   });
-  const ctx: ServiceCtx = { db: storage.db, engine, clock, config };
+  const ctx: ServiceCtx = { db: storage.db, engine, clock, config, storage };
   const app = await buildApp(
     { storage, config, clock, rateLimiter: options.rateLimiter ?? new MemoryRateLimiter() },
     { logger: options.logStream ? { level: 'info', stream: options.logStream } : false },
