@@ -71,7 +71,7 @@ const lookupTexts = new CompiledTexts<number>();
 
 /**
  * The text of the lookup of `count` keys, compiled once per adapter: its only parameters are the
- * key ids, and building and compiling it (some 15 µs) ran on every turn of the event loop.
+ * key ids, and it is looked up on every turn of the event loop.
  */
 function lookupText(db: DbOrTrx, count: number): string {
   return lookupTexts.get(

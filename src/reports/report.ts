@@ -168,9 +168,8 @@ export async function buildReport({
 async function buildReportIn(ctx: OrgCtx, input: ReportInput, options: ReportOptions, fold: FoldView) {
   const { query, meta } = await prepare(ctx, input, options, fold);
   // Without `top` every group is a row: the query need not count them. On PostgreSQL they are
-  // also sorted here rather than by a Sort over the aggregate's wide rows (order.ts; agent ×
-  // task type × client 30d on 1M events, 10,500 rows: 50.7 → 46.3 ms). SQLite sorts them cheaply
-  // itself; sorting here made its agent × client × week 90d (58,000 rows) 178 → 202 ms.
+  // also sorted here (order.ts), which costs less than a Sort over the aggregate's wide rows;
+  // SQLite sorts them more cheaply itself.
   const cut = input.top !== null;
   const ordered = cut || ctx.engine === 'sqlite';
   const rows = await selectArrays(ctx.db, query(cut, ordered).compile());

@@ -110,8 +110,8 @@ function reusePreparedStatements(client: pg.PoolClient): void {
       return results.then((r) => (Array.isArray(r) ? r[r.length - 1] : r));
     }
     if (typeof text === 'string' && text.startsWith(ARRAY_ROWS)) {
-      // Never named: reports are planned for their own parameters (a generic plan of the
-      // three-key report ran 50 → 73 ms).
+      // Never named: reports are planned for their own parameters, which a generic plan of a
+      // large report serves badly.
       return query({ text, values, rowMode: 'array' });
     }
     if (typeof text !== 'string' || !Array.isArray(values) || values.length === 0) return query(text, values);

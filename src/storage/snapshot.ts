@@ -20,8 +20,7 @@ export interface SnapshotOptions {
   /**
    * PostgreSQL: no parallel workers in this snapshot. A report that reads rollups is planned in
    * parallel once its row estimate is large enough, and starting the workers costs more than the
-   * few thousand rows they would share (agent 7d on 1M events: 3.7 ms serial, 29.9 ms with two
-   * workers). Reports from raw events alone keep their workers.
+   * few thousand rows they would share. Reports from raw events alone keep their workers.
    */
   serial?: boolean;
   /**
@@ -61,11 +60,11 @@ export async function inSnapshot<T>(
 }
 
 /**
- * PostgreSQL: the transaction's start (deferred by the driver, postgres-snapshot.ts SnapshotDriver), its
- * setting and the folding stage's state go in one round trip (LAST_RESULT), and `fn`'s result is
- * answered before the commit, which ends a read-only transaction and only gives the connection
- * back to the pool. Under `bench:track`'s load every round trip of a report waits for a turn of a
- * busy event loop: five of them (start, state, setting, query, commit) became two.
+ * PostgreSQL: the transaction's start (deferred by the driver, postgres-snapshot.ts
+ * SnapshotDriver), its setting and the folding stage's state go in one round trip (LAST_RESULT),
+ * and `fn`'s result is answered before the commit, which ends a read-only transaction and only
+ * gives the connection back to the pool. Under load every round trip of a report waits for a
+ * turn of a busy event loop, so a report makes two (the state, the query) rather than five.
  */
 function inPostgresSnapshot<T>(
   db: Kysely<Database>,
