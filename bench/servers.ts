@@ -62,7 +62,7 @@ async function tally(engine: 'sqlite' | 'postgres') {
   };
   const storage = openStorage(url, { schema });
   await migrateToLatest(storage.db);
-  const ctx = { db: storage.db, engine: storage.engine, clock: systemClock, config };
+  const ctx = { db: storage.db, engine: storage.engine, clock: systemClock, config, storage };
   const { api_key: apiKey } = await createOrganization({ ctx, input: { name: 'bench', plan: 'enterprise' } });
   const app = await buildApp(
     { storage, config, clock: systemClock, rateLimiter: createRateLimiter(config) },

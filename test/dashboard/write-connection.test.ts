@@ -26,7 +26,7 @@ describe('reads while the write connection is held (sqlite file)', () => {
     await migrateToLatest(storage.db);
     const config = { ...loadConfig({ TALLY_LOG_LEVEL: 'silent' }), foldInline: false };
     const clock = new ManualClock('2026-11-20T12:00:00.000Z');
-    const ctx = { db: storage.db, engine: storage.engine, clock, config };
+    const ctx = { db: storage.db, engine: storage.engine, clock, config, storage };
     ({ api_key: apiKey } = await createOrganization({ ctx, input: { name: 'Held', plan: 'enterprise' } }));
     app = await buildApp({ storage, config, clock, rateLimiter: new MemoryRateLimiter() }, { logger: false });
     const track = await app.inject({

@@ -44,7 +44,7 @@ describe.each(ENGINES)('held spans across instances and restarts (%s)', (engine)
     primary = await createTestStorage(engine, { file });
     config = loadConfig({ TALLY_LOG_LEVEL: 'silent' });
     clock = new ManualClock(new Date());
-    ctx = { db: primary.db, engine, clock, config };
+    ctx = { db: primary.db, engine, clock, config, storage: primary };
     apiKey = (await createOrganization({ ctx, input: { name: 'Twins', plan: 'enterprise' } })).api_key;
   });
   afterAll(async () => primary.destroy());

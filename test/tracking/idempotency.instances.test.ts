@@ -28,7 +28,7 @@ describe.each(ENGINES)('idempotency across two instances on one database (%s)', 
         buildApp({ storage, config, clock, rateLimiter: new MemoryRateLimiter() }, { logger: false }),
       ),
     );
-    const ctx = { db: primary.db, engine, clock, config };
+    const ctx = { db: primary.db, engine, clock, config, storage: primary };
     apiKey = (await createOrganization({ ctx, input: { name: 'Twins', plan: 'enterprise' } })).api_key;
   });
   afterAll(async () => {
