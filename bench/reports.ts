@@ -413,6 +413,7 @@ async function run(engine: Engine): Promise<void> {
     const clock = new ManualClock(NOW);
     const base: ServiceCtx = {
       db: storage.db,
+      storage,
       engine,
       clock,
       config: loadConfig({ TALLY_LOG_LEVEL: 'silent' }),

@@ -13,7 +13,7 @@ import pg from 'pg';
 import { systemClock } from '../src/clock.js';
 import { loadConfig } from '../src/config.js';
 import { DEFAULT_PLANS } from '../src/billing/plans.js';
-import { buildApp } from '../src/http/server.js';
+import { buildApp } from '../src/app.js';
 import { createRateLimiter } from '../src/service.js';
 import { createOrganization } from '../src/orgs/organizations.js';
 import { migrateToLatest, openStorage } from '../src/storage/db.js';
@@ -62,7 +62,7 @@ async function tally(engine: 'sqlite' | 'postgres') {
   };
   const storage = openStorage(url, { schema });
   await migrateToLatest(storage.db);
-  const ctx = { db: storage.db, engine: storage.engine, clock: systemClock, config };
+  const ctx = { db: storage.db, engine: storage.engine, clock: systemClock, config, storage };
   const { api_key: apiKey } = await createOrganization({ ctx, input: { name: 'bench', plan: 'enterprise' } });
   const app = await buildApp(
     { storage, config, clock: systemClock, rateLimiter: createRateLimiter(config) },

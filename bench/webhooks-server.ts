@@ -36,7 +36,13 @@ const service = await startService(config, systemClock);
 process.stdout.write = write;
 const address = service.app?.server.address();
 const port = typeof address === 'object' && address ? address.port : 0;
-const ctx = { db: service.storage.db, engine: service.storage.engine, clock: systemClock, config };
+const ctx = {
+  db: service.storage.db,
+  engine: service.storage.engine,
+  clock: systemClock,
+  config,
+  storage: service.storage,
+};
 const { api_key: apiKey } = await createOrganization({ ctx, input: { name: 'bench', plan: 'enterprise' } });
 const { api_key: backfillKey } = await createOrganization({
   ctx,

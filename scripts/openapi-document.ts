@@ -1,6 +1,6 @@
 import { systemClock } from '../src/clock.js';
 import { loadConfig } from '../src/config.js';
-import { buildApp } from '../src/http/server.js';
+import { buildApp } from '../src/app.js';
 import { MemoryRateLimiter } from '../src/http/rate-limit.js';
 import { openStorage } from '../src/storage/db.js';
 

@@ -1,7 +1,7 @@
 import type { Clock } from './clock.js';
 import type { Config } from './config.js';
-import type { DbOrTrx, Engine } from './storage/db.js';
-import type { Organization } from './orgs/organizations.js';
+import type { Connections, DbOrTrx, Engine } from './storage/db.js';
+import type { Organization } from './orgs/organization-record.js';
 
 /** What every verb gets: storage, time and configuration. */
 export interface ServiceCtx {
@@ -9,6 +9,11 @@ export interface ServiceCtx {
   engine: Engine;
   clock: Clock;
   config: Config;
+  /**
+   * The open storage `db` comes from, whose other connections a verb may take (storage/db.ts
+   * readDb, writeDb, trackDb); absent, the verb does all its work on `db`.
+   */
+  storage?: Connections;
 }
 
 /** A verb acting for one organisation; `actorKeyId` is null when the CLI acts. */

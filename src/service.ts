@@ -4,7 +4,7 @@ import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import type { ServiceCtx } from './context.js';
 import { withSecretBox } from './crypto/secret-keys.js';
-import { buildApp } from './http/server.js';
+import { buildApp } from './app.js';
 import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './http/rate-limit.js';
 import { countOrganizations, createOrganization } from './orgs/organizations.js';
 import { migrateStorage, openStorage, takeSqliteWriteLock, type Storage } from './storage/db.js';
@@ -72,7 +72,7 @@ export async function startService(configured: Config, clock: Clock = systemCloc
     onConnectionError: (error) => log('warn', 'database connection lost', error),
   });
   await migrateStorage(storage, config.databaseUrl, { timeouts: config.database });
-  const ctx: ServiceCtx = { db: storage.db, engine: storage.engine, clock, config };
+  const ctx: ServiceCtx = { db: storage.db, engine: storage.engine, clock, config, storage };
   // Rows from before secrets were encrypted are sealed before the worker reads any.
   await resealWebhookSecrets(ctx, { only: 'plaintext' });
   const bootstrapKey = await bootstrapDefaultOrganization(ctx);

@@ -7,7 +7,7 @@ import type { OrgCtx, ServiceCtx } from '../context.js';
 import { figuresOf, sumFigures } from '../forecast/figures.js';
 import { getOrganization, type Organization } from '../orgs/organizations.js';
 import { buildReport } from '../reports/report.js';
-import type { DbOrTrx } from '../storage/db.js';
+import { readDb, type DbOrTrx } from '../storage/db.js';
 import { inSnapshot } from '../storage/snapshot.js';
 import { forecastAlert, thresholdAlert, usageAlert } from './messages.js';
 import { raiseAlert, type Alert } from './raise.js';
@@ -158,7 +158,7 @@ export async function evaluateBudgetAlerts(ctx: ServiceCtx): Promise<string[]> {
  */
 async function monthEventsByOrg(ctx: ServiceCtx, month: string): Promise<Map<string, number>> {
   const [from, to] = monthRange(month);
-  return inSnapshot(ctx.db, ctx.engine, async (db, fold) => {
+  return inSnapshot(readDb(ctx), ctx.engine, async (db, fold) => {
     const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
     const mark = postgres ? sql`${String(fold.watermark)}::xid8` : sql`${fold.watermark}`;
     const folded = await db

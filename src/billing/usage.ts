@@ -1,5 +1,5 @@
 import type { OrgCtx } from '../context.js';
-import type { DbOrTrx } from '../storage/db.js';
+import { readDb, type DbOrTrx } from '../storage/db.js';
 import { projectedOverageEur } from './overage.js';
 import { inSnapshot } from '../storage/snapshot.js';
 import { usageCounts, usageMonth } from './usage-counter.js';
@@ -11,7 +11,7 @@ import { usageCounts, usageMonth } from './usage-counter.js';
 export async function getUsage({ ctx }: { ctx: OrgCtx }) {
   const now = ctx.clock.now();
   const month = usageMonth(now);
-  const { month: thisMonth, lifetime } = await inSnapshot(ctx.db, ctx.engine, (db: DbOrTrx, fold) =>
+  const { month: thisMonth, lifetime } = await inSnapshot(readDb(ctx), ctx.engine, (db: DbOrTrx, fold) =>
     usageCounts(db, ctx.org.id, month, { watermark: fold.watermark }),
   );
   const plan = ctx.config.plans[ctx.org.plan];

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { recordAudit } from '../audit/audit-log.js';
 import type { OrgCtx } from '../context.js';
 import { AppError, notFound, validationError } from '../errors.js';
@@ -101,4 +102,31 @@ export async function removeOverride({ ctx, key }: { ctx: OrgCtx; key: string })
     );
     return builtinRecord(builtin, undefined);
   });
+}
+
+/**
+ * PostgreSQL: the task-type overrides of the `organizations` row of the enclosing query, as JSON
+ * text `[[task_key, minutes], …]`. The API key lookup reads them with the key, so that tracking
+ * need not read them in a round trip of its own (tracking/pipeline.ts); SQLite reads them in the
+ * track transaction, where they cost no round trip.
+ */
+export const OVERRIDES_JSON = sql<OverridesJson>`(
+  SELECT COALESCE(json_agg(json_build_array(o.task_key, o.baseline_minutes_override)), '[]')::text
+  FROM task_type_overrides o WHERE o.org_id = organizations.id)`;
+export type OverridesJson = string | null;
+
+const decodedOverrides = new Map<string, { json: string; overrides: ReadonlyMap<string, number> }>();
+
+/**
+ * The overrides OVERRIDES_JSON read for organisation `orgId`, decoded once per organisation and
+ * text (every request reads them); undefined when none were read (SQLite).
+ */
+export function decodeOverrides(orgId: string, json: OverridesJson): ReadonlyMap<string, number> | undefined {
+  if (json === null) return undefined;
+  const last = decodedOverrides.get(orgId);
+  if (last?.json === json) return last.overrides;
+  const overrides = new Map(JSON.parse(json) as Array<[string, number]>);
+  if (decodedOverrides.size >= 10_000) decodedOverrides.clear();
+  decodedOverrides.set(orgId, { json, overrides });
+  return overrides;
 }

@@ -55,7 +55,7 @@ async function withCtx<T>(
   const storage = openStorage(config.databaseUrl, { timeouts: config.database });
   try {
     await migrateStorage(storage, config.databaseUrl, { timeouts: config.database });
-    return await fn({ db: storage.db, engine: storage.engine, clock: systemClock, config });
+    return await fn({ db: storage.db, engine: storage.engine, clock: systemClock, config, storage });
   } finally {
     await storage.close();
   }

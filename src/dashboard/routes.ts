@@ -1,12 +1,10 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { OrgCtx } from '../context.js';
+import type { FastifyInstance } from 'fastify';
 import { serviceCtx } from '../http/app-types.js';
 import { AppError } from '../errors.js';
-import { readDb } from '../storage/db.js';
 import { unstorableIssues } from '../http/storable.js';
 import { loadAssets } from './assets.js';
 import { html } from './html.js';
-import { loginPage, page, type Section } from './layout.js';
+import { loginPage } from './layout.js';
 import { registerBudgetPages } from './pages/budgets.js';
 import { registerBudgetEmailPages } from './pages/budgets-emails.js';
 import { registerPaybackPages } from './pages/budgets-payback.js';
@@ -27,83 +25,11 @@ import {
   setSessionCookie,
   tokensMatch,
 } from './security.js';
-import { endSession, resumeSession, setFlash, startSession, type DashboardSession } from './sessions.js';
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    dashboardSession: DashboardSession | null;
-  }
-  interface FastifyContextConfig {
-    /** A dashboard route open without a session (sign-in, assets). */
-    dashboardPublic?: boolean;
-  }
-}
-
-/** A submitted form: every field with all its values (checkbox groups repeat a name). */
-export type Form = Map<string, string[]>;
-
-export function field(form: Form, name: string): string {
-  return form.get(name)?.[0] ?? '';
-}
-
-export function fields(form: Form, name: string): string[] {
-  return form.get(name) ?? [];
-}
+import { endSession, resumeSession, startSession } from './sessions.js';
+import { field, queryOf, sendPage, type Form } from './page-kit.js';
 
 /** Sign-in attempts per client address and second (the rate limiter's window). */
 const SIGN_IN_ATTEMPTS_PER_SECOND = 5;
-
-/** A page's verb context; a GET reads on the read connection, as the API's do (http/app-types.ts orgCtx). */
-export function dashboardCtx(app: FastifyInstance, request: FastifyRequest): OrgCtx {
-  const session = request.dashboardSession;
-  if (!session) throw new AppError('missing_authorization', 'Sign in first.');
-  const { storage, clock, config } = app.tally;
-  return {
-    db: request.method === 'GET' ? readDb(storage.db) : storage.db,
-    engine: storage.engine,
-    clock,
-    config,
-    org: session.org,
-    actorKeyId: session.keyId,
-  };
-}
-
-export function session(request: FastifyRequest): DashboardSession {
-  const s = request.dashboardSession;
-  if (!s) throw new AppError('missing_authorization', 'Sign in first.');
-  return s;
-}
-
-/** Sends one signed-in page. */
-export function sendPage(
-  request: FastifyRequest,
-  reply: FastifyReply,
-  input: { title: string; section: Section; body: ReturnType<typeof html>; status?: number },
-) {
-  const s = session(request);
-  return reply
-    .code(input.status ?? 200)
-    .type('text/html; charset=utf-8')
-    .send(page({ ...input, org: s.org, csrfToken: s.csrfToken, flash: s.flash }));
-}
-
-/** After a form: a one-time notice and a 303 to the page to show next (POST/redirect/GET). */
-export async function redirectWithNotice(
-  app: FastifyInstance,
-  request: FastifyRequest,
-  reply: FastifyReply,
-  location: string,
-  notice: string,
-) {
-  await setFlash(serviceCtx(app.tally), session(request).id, notice);
-  return reply.redirect(location, 303);
-}
-
-/** The query string of a dashboard URL, as given (repeated names kept). */
-export function queryOf(request: FastifyRequest): URLSearchParams {
-  const q = request.url.indexOf('?');
-  return new URLSearchParams(q < 0 ? '' : request.url.slice(q + 1));
-}
 
 /**
  * A posted form, by field. Its strings meet the API's storable-string rule (no NUL, no unpaired

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { ServiceCtx } from '../context.js';
 import { AppError } from '../errors.js';
-import { authenticate } from '../orgs/api-keys.js';
+import { authenticate } from '../orgs/authenticator.js';
 import { getOrganization, type Organization } from '../orgs/organizations.js';
 import { readDb } from '../storage/db.js';
 
@@ -79,7 +79,7 @@ export async function resumeSession({
   const id = tokenHash(token);
   // Read on the read connection (a SQLite file's): a page does not wait for a folding pass
   // holding the write connection; the occasional touch below does.
-  const reads = { ...ctx, db: readDb(ctx.db) };
+  const reads = { ...ctx, db: readDb(ctx) };
   const row = await reads.db
     .selectFrom('dashboard_sessions')
     .innerJoin('api_keys', 'api_keys.id', 'dashboard_sessions.key_id')

@@ -4,8 +4,8 @@ import type { Config } from '../config.js';
 import type { OrgCtx, ServiceCtx } from '../context.js';
 import { AppError } from '../errors.js';
 import type { PlanName } from '../billing/plans.js';
-import type { Authenticated } from '../orgs/api-keys.js';
-import { readDb, type Storage } from '../storage/db.js';
+import type { Authenticated } from '../orgs/authenticator.js';
+import type { Storage } from '../storage/db.js';
 import type { RateLimiter } from './rate-limit.js';
 import type { Metrics } from './metrics.js';
 import type { IngestGate } from '../tracking/ingest-gate.js';
@@ -40,12 +40,13 @@ declare module 'fastify' {
 }
 
 export function serviceCtx(deps: AppDeps): ServiceCtx {
-  return { db: deps.storage.db, engine: deps.storage.engine, clock: deps.clock, config: deps.config };
+  const { storage } = deps;
+  return { db: storage.db, engine: storage.engine, clock: deps.clock, config: deps.config, storage };
 }
 
 /**
  * The verb context of an authenticated request. A GET reads on the read connection of a SQLite
- * file (storage/db.ts readDb), so that it does not wait for a folding pass holding the write
+ * file (Storage.reader), so that it does not wait for a folding pass holding the write
  * connection; other methods write, on the write connection.
  */
 export function orgCtx(app: FastifyInstance, request: FastifyRequest): OrgCtx {
@@ -53,12 +54,13 @@ export function orgCtx(app: FastifyInstance, request: FastifyRequest): OrgCtx {
   if (!auth) throw new AppError('missing_authorization', 'Send Authorization: Bearer <API key>.');
   // Built field by field (every request makes one): spreads cost more on this path.
   const { storage, clock, config } = app.tally;
-  const db = request.method === 'GET' ? readDb(storage.db) : storage.db;
+  const db = request.method === 'GET' ? (storage.reader ?? storage.db) : storage.db;
   return {
     db,
     engine: storage.engine,
     clock,
     config,
+    storage,
     org: auth.org,
     actorKeyId: auth.keyId,
     overrides: auth.overrides,

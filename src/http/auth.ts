@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { requirePlan } from '../billing/plans.js';
 import { AppError } from '../errors.js';
-import { authenticate, noteKeyUse } from '../orgs/api-keys.js';
+import { authenticate, noteKeyUse } from '../orgs/authenticator.js';
 import type { RateDecision } from './rate-limit.js';
 
 export function setRateHeaders(reply: FastifyReply, decision: RateDecision): void {
@@ -63,7 +63,8 @@ export function registerAuth(app: FastifyInstance): void {
     }
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
     if (!match?.[1]) throw new AppError('invalid_api_key', 'The API key is malformed or unknown.');
-    request.auth = await authenticate({ ctx: app.tally.storage, token: match[1] });
+    const { storage } = app.tally;
+    request.auth = await authenticate({ ctx: { db: storage.db, storage }, token: match[1] });
     if (
       request.auth.scope !== 'admin' &&
       !INGEST_ROUTES.has(`${request.method} ${request.routeOptions.url}`)
@@ -73,7 +74,7 @@ export function registerAuth(app: FastifyInstance): void {
         'This ingest key may only track events, export traces and list task types.',
       );
     }
-    noteKeyUse({ db: app.tally.storage.db, clock: app.tally.clock }, request.auth.keyId);
+    noteKeyUse({ db: storage.db, clock: app.tally.clock }, request.auth.keyId);
 
     const config = request.routeOptions.config;
     const rateClass = config.rateClass ?? 'other';

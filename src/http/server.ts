@@ -5,30 +5,12 @@ import addFormatsModule from 'ajv-formats';
 import { AppError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { AppDeps } from './app-types.js';
-import { registerAuth } from './auth.js';
 import { handleError, sendError } from './errors.js';
 import { clientErrorHandler, frameworkErrors, registerInputGuard } from './input-guard.js';
 import { serializeRequest } from './log-redaction.js';
-import { createMetrics } from './metrics.js';
+import type { Metrics } from './metrics.js';
 import { SWAGGER_OPTIONS } from './openapi.js';
-import { TailMeter, foldErrorCounts, foldLag } from '../tracking/fold.js';
-import { IngestGate } from '../tracking/ingest-gate.js';
-import { registerServiceRoutes } from './service-routes.js';
 import { registerGracefulShutdown } from './shutdown.js';
-import { registerTrackingRoutes } from '../tracking/routes.js';
-import { registerSettingsRoutes } from '../settings/routes.js';
-import { registerReportRoutes } from '../reports/routes.js';
-import { registerCatalogueRoutes } from '../catalogue/routes.js';
-import { registerAuditRoutes } from '../audit/routes.js';
-import { registerWebhookRoutes } from '../webhooks/routes.js';
-import { registerDashboard } from '../dashboard/routes.js';
-import { registerReference } from '../reference/routes.js';
-import { registerOtlpRoutes } from '../otlp/routes.js';
-import { registerForecastRoutes } from '../forecast/routes.js';
-import { registerBudgetRoutes } from '../budgets/routes.js';
-import { registerPaybackRoutes } from '../payback/routes.js';
-import { registerReportEmailRoutes } from '../report-emails/routes.js';
-import { registerUnsubscribe } from '../report-emails/unsubscribe.js';
 
 const addFormats = addFormatsModule.default;
 export const BODY_LIMIT_BYTES = 64 * 1024;
@@ -47,12 +29,20 @@ function makeAjv(coerce: boolean): Ajv {
   return ajv;
 }
 
-export interface BuildOptions {
+export interface ServerOptions {
   /** false: no logs; else the level (default TALLY_LOG_LEVEL) and where they go (default stdout). */
   logger?: false | { level: string; stream?: { write(line: string): void } };
 }
 
-export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promise<FastifyInstance> {
+/**
+ * A Fastify instance with the HTTP plumbing and no routes: validation, the one error body,
+ * request ids, metrics per request, graceful shutdown and the OpenAPI document's generator.
+ */
+export async function createServer(
+  deps: AppDeps,
+  metrics: Metrics,
+  options: ServerOptions = {},
+): Promise<FastifyInstance> {
   const timeouts = deps.config.http;
   const app = Fastify({
     // Request lines show the URL with secrets sent in its query string redacted.
@@ -92,24 +82,7 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
   registerInputGuard(app);
 
   app.decorate('tally', deps);
-  const tailMeter = new TailMeter(deps.storage.db, deps.storage.engine, () => deps.clock.now().getTime());
-  app.decorate(
-    'metrics',
-    createMetrics(
-      () => tailMeter.read(),
-      () => foldErrorCounts(deps.storage.db),
-    ),
-  );
-  const { ingestMaxLagSeconds } = deps.config;
-  app.decorate(
-    'ingestGate',
-    ingestMaxLagSeconds > 0
-      ? new IngestGate(
-          () => foldLag(deps.storage.db, deps.storage.engine, deps.clock.now().getTime()),
-          ingestMaxLagSeconds * 1000,
-        )
-      : null,
-  );
+  app.decorate('metrics', metrics);
   app.setErrorHandler(handleError);
   app.setNotFoundHandler((request, reply) =>
     sendError(reply, new AppError('not_found', `No route ${request.method} ${request.url.split('?')[0]}.`)),
@@ -124,24 +97,5 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     app.metrics.duration.observe({ route }, reply.elapsedTime / 1000);
   });
   await app.register(swagger, SWAGGER_OPTIONS);
-
-  registerServiceRoutes(app);
-  await app.register(async (v1) => {
-    registerAuth(v1);
-    registerTrackingRoutes(v1);
-    registerCatalogueRoutes(v1);
-    registerAuditRoutes(v1);
-    registerSettingsRoutes(v1);
-    registerReportRoutes(v1);
-    registerWebhookRoutes(v1);
-    registerOtlpRoutes(v1);
-    registerForecastRoutes(v1);
-    registerBudgetRoutes(v1);
-    registerPaybackRoutes(v1);
-    registerReportEmailRoutes(v1);
-  });
-  await registerDashboard(app);
-  registerReference(app);
-  registerUnsubscribe(app);
   return app;
 }

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { trackWriter, type Db, type DbOrTrx } from '../storage/db.js';
+import type { DbOrTrx } from '../storage/db.js';
 import { emptyAttributes, type Attributes, type ExportedSpan } from './spans.js';
 import { otlpDb } from './tables.js';
 
@@ -12,14 +12,9 @@ function chunks<T>(items: T[], size = CHUNK): T[][] {
   return out;
 }
 
-/**
- * Where these tables are written. On a SQLite file they live in the events file beside the
- * events (storage/events-file.ts), written on the track connection: on the main connection every
- * write would wait for the folding stage's pass. In a transaction, the transaction's own.
- */
-export function heldWriter(db: DbOrTrx): DbOrTrx {
-  return db.isTransaction ? db : trackWriter(db as Db);
-}
+// On a SQLite file these tables live in the events file beside the events (storage/events-file.ts).
+// The functions that write take the database to write on: callers pass storage/db.ts trackDb, the
+// track connection, on which a write does not wait for the folding stage's pass.
 
 /** A held span's JSON: the span without its ids, which are columns of their own. */
 type StoredSpan = Omit<ExportedSpan, 'traceId' | 'spanId' | 'parentSpanId'>;
@@ -62,7 +57,7 @@ function fromRow(row: {
 /** Holds spans (a span sent again is held once: retries of one export change nothing). */
 export async function holdSpans(db: DbOrTrx, orgId: string, receivedAt: number, spans: ExportedSpan[]) {
   for (const part of chunks(spans)) {
-    await otlpDb(heldWriter(db))
+    await otlpDb(db)
       .insertInto('otlp_held_spans')
       .values(part.map((span) => toRow(orgId, receivedAt, span)))
       .onConflict((oc) => oc.columns(['org_id', 'trace_id', 'span_id']).doNothing())
@@ -101,7 +96,7 @@ export async function releaseSpans(
 ): Promise<number> {
   let released = 0;
   for (const part of chunks(spans)) {
-    const result = await otlpDb(heldWriter(db))
+    const result = await otlpDb(db)
       .deleteFrom('otlp_held_spans')
       .where('org_id', '=', orgId)
       .where((eb) =>
@@ -136,7 +131,7 @@ export async function expiredTraces(
 /** Marks traces whose runs were tracked, so that spans of them held afterwards count as late. */
 export async function markTracesDone(db: DbOrTrx, orgId: string, traceIds: string[], at: number) {
   for (const part of chunks(traceIds)) {
-    await otlpDb(heldWriter(db))
+    await otlpDb(db)
       .insertInto('otlp_done_traces')
       .values(part.map((traceId) => ({ org_id: orgId, trace_id: traceId, done_at: at })))
       .onConflict((oc) => oc.columns(['org_id', 'trace_id']).doNothing())
@@ -155,14 +150,14 @@ export async function isTraceDone(db: DbOrTrx, orgId: string, traceId: string): 
 }
 
 export async function forgetDoneTraces(db: DbOrTrx, before: number): Promise<void> {
-  await otlpDb(heldWriter(db)).deleteFrom('otlp_done_traces').where('done_at', '<', before).execute();
+  await otlpDb(db).deleteFrom('otlp_done_traces').where('done_at', '<', before).execute();
 }
 
 /** Adds to service-wide totals of the organisation (read by /metrics and the dashboard). */
 export async function addToCounters(db: DbOrTrx, orgId: string, amounts: Record<string, number>) {
   for (const [name, amount] of Object.entries(amounts)) {
     if (amount === 0) continue;
-    await otlpDb(heldWriter(db))
+    await otlpDb(db)
       .insertInto('otlp_counters')
       .values({ org_id: orgId, name, value: amount })
       .onConflict((oc) =>

@@ -1,8 +1,8 @@
 import type { OrgCtx } from '../context.js';
-import { inTransaction, type DbOrTrx } from '../storage/db.js';
+import { inTransaction, trackDb, type DbOrTrx } from '../storage/db.js';
 import { afterTrack } from '../tracking/fold.js';
 import { draftRun, type RunDraft } from './draft.js';
-import { heldSpansOf, heldWriter, holdSpans, markTracesDone, releaseSpans } from './held.js';
+import { heldSpansOf, holdSpans, markTracesDone, releaseSpans } from './held.js';
 import { cachedRules } from './rule-store.js';
 import type { MappingRule } from './rules.js';
 import { isLocalRoot, splitTrace } from './runs.js';
@@ -199,7 +199,7 @@ export async function ingestSpans({
   let settled: Settled;
   try {
     settled = await withRetries(() =>
-      inTransaction(heldWriter(ctx.db), async (trx) => {
+      inTransaction(trackDb(ctx), async (trx) => {
         await lockTraces(trx, ctx.engine, ctx.org.id, traces);
         return settleInTransaction(trx, ctx, receivedAt, base, settling, toHold, rules);
       }),

@@ -6,7 +6,6 @@ import {
   expiredTraces,
   forgetDoneTraces,
   heldSpansOf,
-  heldWriter,
   isTraceDone,
   releaseSpans,
 } from './held.js';
@@ -15,7 +14,7 @@ import { splitTrace } from './runs.js';
 import { lockTraces, traceQueueOf, withRetries } from './trace-locks.js';
 import { trackRunsIn } from './track-runs.js';
 import { forgetUnresolvedBefore, recordUnresolved } from './unresolved.js';
-import { inTransaction, type DbOrTrx } from '../storage/db.js';
+import { inTransaction, trackDb, type DbOrTrx } from '../storage/db.js';
 import { afterTrack } from '../tracking/fold.js';
 
 /** Names of the service-wide totals in otlp_counters (metrics.ts shows them). */
@@ -61,7 +60,7 @@ export async function sweepHeldSpans(ctx: ServiceCtx): Promise<SweepResult> {
     let swept: Swept | null;
     try {
       swept = await withRetries(() =>
-        inTransaction(heldWriter(ctx.db), async (trx) => {
+        inTransaction(trackDb(ctx), async (trx) => {
           await lockTraces(trx, ctx.engine, orgId, [traceId]);
           return sweepTrace(trx, orgCtx, traceId, now);
         }),
@@ -80,7 +79,7 @@ export async function sweepHeldSpans(ctx: ServiceCtx): Promise<SweepResult> {
     result.traces++;
   }
   // Done marks serve spans held after their run, which wait the bound at most.
-  await forgetDoneTraces(ctx.db, now - 2 * holdMs);
+  await forgetDoneTraces(trackDb(ctx), now - 2 * holdMs);
   // Runs past the occurred_at window (90 days) can never be tracked.
   await forgetUnresolvedBefore(ctx.db, now - 90 * DAY_MS);
   return result;

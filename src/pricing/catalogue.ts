@@ -25,7 +25,7 @@ interface Match {
   provider: Provider;
 }
 
-// Resolution scans providers and models with regexes (10-25 µs), so it runs once per distinct
+// Resolution scans providers and models with regexes, so it runs once per distinct
 // model string; unknown models are cached too. Bounded because model strings come from
 // clients: the oldest entry goes first.
 const MAX_CACHED_MODELS = 5_000;
@@ -92,8 +92,8 @@ function find(name: string, options: PriceOptions): Match | null {
 
 // With a usage of only input_tokens and output_tokens, every other unit (cache reads, audio,
 // web searches…) has a quantity of 0, and no unit is an ancestor of these two, so keeping only
-// these keys gives the same total; it makes calcPrice ~5x faster (its per-call validation is
-// quadratic in the number of price keys). `requests` is always 1 in genai-prices, so a
+// these keys gives the same total, and calcPrice's per-call validation is quadratic in the
+// number of price keys. `requests` is always 1 in genai-prices, so a
 // per-request price stays.
 const RUN_PRICE_KEYS = ['input_mtok', 'output_mtok', 'requests_kcount'];
 

@@ -30,8 +30,7 @@ function dayNumber(side: Side): RawBuilder<number> {
 
 /**
  * Whether the union carries clients as rollup keys ('' for none, 'c' + the id), turned into ids
- * only after the merge: one conversion per group instead of one per row (agent × task type ×
- * client 30d on 1M events: 32,000 rows, 10,500 groups; ~4 % on both engines). A report on raw
+ * only after the merge: one conversion per group instead of one per row. A report on raw
  * events only (the plain GROUP BY) groups by client_id as stored.
  */
 function clientsAsKeys(spec: AggregateSpec): boolean {
@@ -151,9 +150,8 @@ function sideQuery(spec: AggregateSpec, source: Source): RawBuilder<unknown> {
     if (keyed >= 2 && spec.sources.some((s) => s.kind === 'rollup')) {
       // An edge of a window the rollups answer, grouped by two or three keys: its few thousand
       // events rarely share a group, so they go into the outer GROUP BY one by one, like rollup
-      // rows, instead of through an aggregate of their own (agent × task type × client 30d on
-      // 1M events, 4,800 edge events: SQLite 40 → 37 ms, PostgreSQL 59 → 56 ms). By one key
-      // they fall into a few hundred groups, and aggregating them first is cheaper.
+      // rows, instead of through an aggregate of their own. By one key they fall into a few
+      // hundred groups, and aggregating them first is cheaper.
       const metrics = sql`${minus}1 AS events, ${minus}hours_saved_micros AS h, ${minus}cost_saved_micros AS c, ${minus}COALESCE(agent_cost_micros, 0) AS a`;
       return sql`SELECT ${sql.join([...groups, metrics])} ${from}`;
     }
@@ -176,13 +174,10 @@ function sideQuery(spec: AggregateSpec, source: Source): RawBuilder<unknown> {
   if (filters.taskType !== undefined) where.push(sql`task_type = ${filters.taskType}`);
   if (filters.clientId !== undefined) where.push(sql`client_key = ${clientKey(filters.clientId)}`);
   // Rollup rows go into the outer GROUP BY as they are: one merge of all rows instead of an
-  // aggregate per piece and another of their groups (agent × client 30d on 1M events: SQLite
-  // 38 → 31 ms, PostgreSQL 42 → 33 ms, measured when the sums were bigints).
+  // aggregate per piece and another of their groups.
   // Every row holds the sums of all its events and of each outcome's (rollups.ts).
   const [events, h, c, a] = SUMS.map((sum) => sql.ref(sumColumn(sum, filters.outcome)));
-  // A row without an event of the filtered outcome adds nothing: it stays out of the merge
-  // (agent × task type × client 30d, outcome=failure, on 1M events: SQLite 51.5 → 44.7 ms,
-  // PostgreSQL 81.4 → 77.3 ms).
+  // A row without an event of the filtered outcome adds nothing: it stays out of the merge.
   if (filters.outcome !== undefined) where.push(sql`${events} <> 0`);
   const values = sql`${minus}${events} AS events, ${minus}${h} AS h, ${minus}${c} AS c, ${minus}${a} AS a`;
   return sql`SELECT ${sql.join([...groups, values])} FROM report_rollups WHERE ${sql.join(where, sql` AND `)}`;
@@ -265,7 +260,7 @@ export function aggregateQuery(db: DbOrTrx, spec: AggregateSpec) {
       .$if(spec.top !== null, (q) => q.limit(spec.top as number));
   }
   // The groups once into a CTE, counted and cut from there: cheaper than COUNT(*) OVER () over
-  // every group (SQLite, leaderboard by agent × task type × client 90d on 1M events: 44 → 41.5 ms).
+  // every group.
   const outputs = spec.groupBy.map((_, i) => sql.ref(`g.g${i}`));
   const sorted = metrics((column) => sql<number>`${sql.ref(`g.${column}`)}`)[spec.sort];
   return db

@@ -65,8 +65,8 @@ export function sortReportRows(rows: unknown[][], groupBy: readonly Dimension[],
     return 0;
   };
   // The metric values go through the native numeric sort, then each row to its place by binary
-  // search; rows of one value are then sorted by their group values. On 10,000 rows this takes
-  // ~2.5 ms here, Array.prototype.sort with a comparator over the rows ~5 ms.
+  // search; rows of one value are then sorted by their group values. This takes about half the
+  // time of Array.prototype.sort with a comparator over the rows.
   const count = rows.length;
   const values = new Float64Array(count);
   for (let i = 0; i < count; i++) values[i] = -metric(rows[i] as unknown[]);

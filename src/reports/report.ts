@@ -1,6 +1,6 @@
 import type { OrgCtx } from '../context.js';
 import { fromMicros } from '../money.js';
-import { selectArrays } from '../storage/db.js';
+import { readDb, selectArrays, writeDb } from '../storage/db.js';
 import { inSnapshot, readFoldState, type FoldState, type IngestSeq } from '../storage/snapshot.js';
 import { aggregateQuery } from './aggregate-sql.js';
 import { GROUP_KEY, periodRange, type Dimension, type ReportInput } from './params.js';
@@ -154,18 +154,22 @@ export async function buildReport({
   // PostgreSQL: a report that reads rollups runs without parallel workers (SnapshotOptions). It
   // reads the state of its grain's fold part (rollups.ts FOLD_PARTS).
   const grain = options.forceRaw ? null : chooseGrain(input.groupBy, clientFromMetadata(input.filters));
-  return inSnapshot(ctx.db, ctx.engine, (db, fold) => buildReportIn({ ...ctx, db }, input, options, fold), {
-    serial: grain !== null,
-    part: grain === null ? undefined : foldPartOf(grain),
-  });
+  return inSnapshot(
+    readDb(ctx),
+    ctx.engine,
+    (db, fold) => buildReportIn({ ...ctx, db }, input, options, fold),
+    {
+      serial: grain !== null,
+      part: grain === null ? undefined : foldPartOf(grain),
+    },
+  );
 }
 
 async function buildReportIn(ctx: OrgCtx, input: ReportInput, options: ReportOptions, fold: FoldView) {
   const { query, meta } = await prepare(ctx, input, options, fold);
   // Without `top` every group is a row: the query need not count them. On PostgreSQL they are
-  // also sorted here rather than by a Sort over the aggregate's wide rows (order.ts; agent ×
-  // task type × client 30d on 1M events, 10,500 rows: 50.7 → 46.3 ms). SQLite sorts them cheaply
-  // itself; sorting here made its agent × client × week 90d (58,000 rows) 178 → 202 ms.
+  // also sorted here (order.ts), which costs less than a Sort over the aggregate's wide rows;
+  // SQLite sorts them more cheaply itself.
   const cut = input.top !== null;
   const ordered = cut || ctx.engine === 'sqlite';
   const rows = await selectArrays(ctx.db, query(cut, ordered).compile());
@@ -194,7 +198,7 @@ export async function* streamReport({
   // PostgreSQL: a cursor), which reads the watermark itself: the month rows then hold exactly the
   // days before the monthsThrough the plan was made with (rollups.ts monthsThroughAt). The one
   // read here is the floor its tail is planned from (storage/tail.ts TailMark).
-  const rows = streamRows(ctx.db, ctx.engine, async (db) => {
+  const rows = streamRows(writeDb(ctx), ctx.engine, async (db) => {
     const grain = chooseGrain(input.groupBy, clientFromMetadata(input.filters));
     const part = grain === null ? undefined : foldPartOf(grain);
     const { watermark, coarseThrough, monthsThrough } = await readFoldState(db, part);

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { CompiledQuery, sql, type Compilable } from 'kysely';
-import { inTransaction, selectArrays, writerOf, type DbOrTrx, type Engine } from '../storage/db.js';
+import { inTransaction, selectArrays, type DbOrTrx, type Engine } from '../storage/db.js';
 
 /** Rows per SQLite page and per PostgreSQL FETCH. */
 export const PAGE_ROWS = 2000;
@@ -22,8 +22,6 @@ export async function* streamRows(
   plan: (db: DbOrTrx) => Promise<Compilable<unknown>>,
 ): AsyncGenerator<unknown[]> {
   if (engine === 'sqlite') {
-    // The temporary table lives on the write connection (the read connection writes nothing).
-    db = writerOf(db);
     const name = `tally_export_${randomBytes(6).toString('hex')}`;
     const table = sql.table(`temp.${name}`);
     // The plan's reads and the statement in one transaction: one snapshot of the main file (a

@@ -6,9 +6,9 @@ import type { Database } from './schema.js';
  * SQLite keeps the tables a track request writes in a database file of their own, attached to
  * every connection under this schema name: `<file>-events` beside `<file>` (DESIGN §11, README
  * "SQLite's two files"). SQLite has one writer per file, so with everything in one file a
- * folding pass, which writes rollups, usage and webhook messages for ~100 ms live and seconds
- * during a backfill, held every track request behind it. With two files the folding stage writes the main file while
- * tracking commits to this one; each reads the other's committed rows through WAL snapshots.
+ * folding pass, which writes rollups, usage and webhook messages for a while (seconds during a
+ * backfill), would hold every track request behind it. With two files the folding stage writes
+ * the main file while tracking commits to this one; each reads the other's committed rows through WAL snapshots.
  *
  * Queries name tables without a schema, and SQLite finds them in whichever file holds them, so
  * no query changes. DDL is the exception: `CREATE INDEX` without a schema creates its index in

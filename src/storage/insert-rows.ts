@@ -7,7 +7,8 @@ import {
   type InsertResult,
   type QueryCreator,
 } from 'kysely';
-import { sqliteHandle, type DbOrTrx } from './db.js';
+import { sqliteHandle } from './sqlite.js';
+import type { DbOrTrx } from './types.js';
 import type { Database } from './schema.js';
 
 /** The PostgreSQL type of a column, for the array that carries it. */
@@ -47,7 +48,8 @@ export function insertRows<T extends keyof Database & string, R extends object>(
 
 /**
  * SQL texts compiled once per adapter (the engines write placeholders apart) and key: building
- * and compiling a Kysely query costs 10–20 µs, on every request for the hot ones.
+ * and compiling a Kysely query costs more than running a small statement, and the hot ones run
+ * on every request.
  */
 export class CompiledTexts<K> {
   private readonly byAdapter = new WeakMap<object, Map<K, string>>();

@@ -1,5 +1,6 @@
 import { CompiledQuery, sql, type Kysely } from 'kysely';
-import { LAST_RESULT, snapshotReader, type DbOrTrx, type Engine } from './db.js';
+import { LAST_RESULT } from './query-modes.js';
+import type { DbOrTrx, Engine } from './types.js';
 import type { Database } from './schema.js';
 
 /** A position in commit order (fold.ts): xid8 as text on PostgreSQL, a number on SQLite. */
@@ -19,8 +20,7 @@ export interface SnapshotOptions {
   /**
    * PostgreSQL: no parallel workers in this snapshot. A report that reads rollups is planned in
    * parallel once its row estimate is large enough, and starting the workers costs more than the
-   * few thousand rows they would share (agent 7d on 1M events: 3.7 ms serial, 29.9 ms with two
-   * workers). Reports from raw events alone keep their workers.
+   * few thousand rows they would share. Reports from raw events alone keep their workers.
    */
   serial?: boolean;
   /**
@@ -33,7 +33,8 @@ export interface SnapshotOptions {
 /**
  * Runs `fn` in one snapshot, with the folding stage's state read in it: a REPEATABLE READ,
  * read-only transaction on PostgreSQL, a transaction on SQLite (its reads see one snapshot from
- * the first on), on the database's read connection (storage/db.ts). Inside a caller's
+ * the first on), on `db`: callers pass a SQLite file's read connection (storage/db.ts readDb).
+ * Inside a caller's
  * transaction, in that one. Reports and usage read the watermark, the rollups and the tail after
  * it this way (DESIGN §11), so that the folding stage committing meanwhile can neither hide an
  * event nor count it twice.
@@ -50,22 +51,20 @@ export async function inSnapshot<T>(
     return fn(db, await readFoldState(db, options.part));
   }
   if (engine === 'postgres') return inPostgresSnapshot(db, fn, options);
-  // SQLite, on the read connection when the database has one (a file). It takes a file's
+  // SQLite, on the read connection when the caller passed it (a file's). It takes a file's
   // snapshot at the transaction's first read of it: the main file (the watermark, rollups and
   // usage) first, then the events file (storage/events-file.ts). Every event the main file's
   // watermark counts as folded committed before it, so the events read after it hold them all,
   // and the tail after the watermark is exactly what is not folded.
-  return (snapshotReader(db) ?? db)
-    .transaction()
-    .execute(async (trx) => fn(trx, await readFoldState(trx, options.part)));
+  return db.transaction().execute(async (trx) => fn(trx, await readFoldState(trx, options.part)));
 }
 
 /**
- * PostgreSQL: the transaction's start (deferred by the driver, storage/db.ts SnapshotDriver), its
- * setting and the folding stage's state go in one round trip (LAST_RESULT), and `fn`'s result is
- * answered before the commit, which ends a read-only transaction and only gives the connection
- * back to the pool. Under `bench:track`'s load every round trip of a report waits for a turn of a
- * busy event loop: five of them (start, state, setting, query, commit) became two.
+ * PostgreSQL: the transaction's start (deferred by the driver, postgres-snapshot.ts
+ * SnapshotDriver), its setting and the folding stage's state go in one round trip (LAST_RESULT),
+ * and `fn`'s result is answered before the commit, which ends a read-only transaction and only
+ * gives the connection back to the pool. Under load every round trip of a report waits for a
+ * turn of a busy event loop, so a report makes two (the state, the query) rather than five.
  */
 function inPostgresSnapshot<T>(
   db: Kysely<Database>,

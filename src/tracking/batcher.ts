@@ -1,5 +1,5 @@
 import { PostgresAdapter } from 'kysely';
-import { isUnavailableError, trackWriter, type Db } from '../storage/db.js';
+import { isUnavailableError, type Db } from '../storage/db.js';
 import type { TrackJob, TrackResult } from './job.js';
 import { EVENTS_PER_WRITE, KnownAgents } from './event-writes.js';
 import { processBatch } from './pipeline.js';
@@ -121,14 +121,17 @@ const writesOnce = (job: TrackJob) =>
 
 const batchers = new WeakMap<Db, TrackBatcher>();
 
-/** One batcher per database handle, so every route and verb using it shares the queue. */
-export function batcherFor(db: Db): TrackBatcher {
+/**
+ * One batcher per database handle, so every route and verb using it shares the queue. Its batches
+ * commit on `tracker` (storage/db.ts trackDb: a SQLite file's track connection, which writes the
+ * events file only).
+ */
+export function batcherFor(db: Db, tracker: Db = db): TrackBatcher {
   let batcher = batchers.get(db);
   if (!batcher) {
     // PostgreSQL: a few transactions overlap, so one waiting on its commit does not idle the rest.
     const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
-    // A SQLite file: on its track connection, which writes the events file only (events-file.ts).
-    batcher = new TrackBatcher(trackWriter(db), postgres ? 3 : 1);
+    batcher = new TrackBatcher(tracker, postgres ? 3 : 1);
     batchers.set(db, batcher);
   }
   return batcher;

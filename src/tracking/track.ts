@@ -1,6 +1,6 @@
 import type { OrgCtx } from '../context.js';
 import { newId } from '../ids.js';
-import type { Db } from '../storage/db.js';
+import { trackDb, type Db } from '../storage/db.js';
 import { batcherFor } from './batcher.js';
 import { afterTrack } from './fold.js';
 import type { TrackJob, TrackResult } from './job.js';
@@ -41,7 +41,7 @@ export async function trackEvent({
     occurredAt: occurredAt ?? receivedAt,
   };
   if (!ctx.db.isTransaction) {
-    const result = await batcherFor(ctx.db as Db).submit(job);
+    const result = await batcherFor(ctx.db as Db, trackDb(ctx) as Db).submit(job);
     // The folding stage derives rollups, usage and webhook messages from the committed event.
     if (!result.replayed) await afterTrack(ctx);
     return result;

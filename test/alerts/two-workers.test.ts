@@ -37,8 +37,8 @@ describe.each(ENGINES)('alerts from two schedulers on one database (%s)', (engin
 
   it('sends each threshold of each budget once', async () => {
     const config = loadConfig({ TALLY_LOG_LEVEL: 'silent', TALLY_FOLD_INLINE: 'true' });
-    const a: ServiceCtx = { db: storage.db, engine, clock, config };
-    const b: ServiceCtx = { db: second.db, engine, clock, config };
+    const a: ServiceCtx = { db: storage.db, engine, clock, config, storage };
+    const b: ServiceCtx = { db: second.db, engine, clock, config, storage: second };
     const orgs: OrgCtx[] = [];
     for (let i = 0; i < ORGS; i++) {
       const { org } = await createOrganization({

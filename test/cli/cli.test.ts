@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { authenticate } from '../../src/orgs/api-keys.js';
+import { authenticate } from '../../src/orgs/authenticator.js';
 import type { Storage } from '../../src/storage/db.js';
 import { createChildDatabase, runCli, type ChildDatabase, type CliResult } from '../support/child-process.js';
 import { ENGINES } from '../support/engines.js';

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import { MemoryRateLimiter } from '../../src/http/rate-limit.js';
-import { buildApp } from '../../src/http/server.js';
+import { buildApp } from '../../src/app.js';
 import { createOrganization } from '../../src/orgs/organizations.js';
 import { migrateToLatest, openStorage, type Storage } from '../../src/storage/db.js';
 import { settled, TIMED_OUT } from '../support/settled.js';
@@ -26,7 +26,7 @@ describe('reads while the write connection is held (sqlite file)', () => {
     await migrateToLatest(storage.db);
     const config = { ...loadConfig({ TALLY_LOG_LEVEL: 'silent' }), foldInline: false };
     const clock = new ManualClock('2026-11-20T12:00:00.000Z');
-    const ctx = { db: storage.db, engine: storage.engine, clock, config };
+    const ctx = { db: storage.db, engine: storage.engine, clock, config, storage };
     ({ api_key: apiKey } = await createOrganization({ ctx, input: { name: 'Held', plan: 'enterprise' } }));
     app = await buildApp({ storage, config, clock, rateLimiter: new MemoryRateLimiter() }, { logger: false });
     const track = await app.inject({

@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import { ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import { MemoryRateLimiter, type RateLimiter } from '../../src/http/rate-limit.js';
-import { buildApp } from '../../src/http/server.js';
+import { buildApp } from '../../src/app.js';
 import { openStorage } from '../../src/storage/db.js';
 import { createTestStorage, ENGINES } from '../support/engines.js';
 import { expectError } from '../support/errors.js';

@@ -3,7 +3,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_PLANS, type PlanTable } from '../../src/billing/plans.js';
 import { RedisRateLimiter, type RateLimiter } from '../../src/http/rate-limit.js';
-import { buildApp } from '../../src/http/server.js';
+import { buildApp } from '../../src/app.js';
 import { createApiKey } from '../../src/orgs/api-keys.js';
 import { ENGINES } from '../support/engines.js';
 import { expectError } from '../support/errors.js';

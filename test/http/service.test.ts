@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import { MemoryRateLimiter } from '../../src/http/rate-limit.js';
-import { buildApp } from '../../src/http/server.js';
+import { buildApp } from '../../src/app.js';
 import { openStorage } from '../../src/storage/db.js';
 import { createTestStorage, ENGINES } from '../support/engines.js';
 import { expectError, REQUEST_ID } from '../support/errors.js';

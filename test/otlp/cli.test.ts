@@ -37,7 +37,7 @@ describe.each(ENGINES)('tally otlp (%s)', (engine) => {
   it('adds, lists and removes mapping rules, and lists unresolved runs', { timeout: 180_000 }, async () => {
     // A run without a task type, received as an export would be.
     const config = loadConfig({ TALLY_LOG_LEVEL: 'silent', TALLY_DATABASE_URL: database.url });
-    const ctx = { db: storage.db, engine, clock: systemClock, config };
+    const ctx = { db: storage.db, engine, clock: systemClock, config, storage };
     const org = await getOrganization({ ctx, id: orgId });
     const run = agentRun({ endMs: Date.now(), agent: { 'gen_ai.agent.name': 'cli-bot' } });
     await ingestSpans({

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import type { ServiceCtx } from '../../src/context.js';
-import { buildApp } from '../../src/http/server.js';
+import { buildApp } from '../../src/app.js';
 import { sweepHeldSpans } from '../../src/otlp/sweeper.js';
 import { readCounters } from '../../src/otlp/held.js';
 import { createOrganization } from '../../src/orgs/organizations.js';
@@ -44,7 +44,7 @@ describe.each(ENGINES)('held spans across instances and restarts (%s)', (engine)
     primary = await createTestStorage(engine, { file });
     config = loadConfig({ TALLY_LOG_LEVEL: 'silent' });
     clock = new ManualClock(new Date());
-    ctx = { db: primary.db, engine, clock, config };
+    ctx = { db: primary.db, engine, clock, config, storage: primary };
     apiKey = (await createOrganization({ ctx, input: { name: 'Twins', plan: 'enterprise' } })).api_key;
   });
   afterAll(async () => primary.destroy());

@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
-import { buildApp } from '../../src/http/server.js';
+import { buildApp } from '../../src/app.js';
 import { countHeldSpans } from '../../src/otlp/held.js';
 import { createOrganization } from '../../src/orgs/organizations.js';
 import { openStorage, type Storage } from '../../src/storage/db.js';

@@ -122,6 +122,7 @@ describe.each(ENGINES)('tally secrets rotate (%s)', (engine) => {
       await migrateToLatest(storage.db);
       const ctx = {
         db: storage.db,
+        storage,
         engine,
         clock: new ManualClock(),
         config: loadConfig({ TALLY_SECRET_KEY: TEST_SECRET_KEY }),

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import { MemoryRateLimiter } from '../../src/http/rate-limit.js';
-import { buildApp } from '../../src/http/server.js';
+import { buildApp } from '../../src/app.js';
 import { createOrganization } from '../../src/orgs/organizations.js';
 import { migrateToLatest, openStorage } from '../../src/storage/db.js';
 import { tempFile } from '../support/temp.js';
@@ -17,7 +17,7 @@ async function start() {
   const storage = openStorage(`sqlite:${file}`, { timeouts: config.database });
   await migrateToLatest(storage.db);
   const clock = new ManualClock('2026-11-20T12:00:00.000Z');
-  const ctx = { db: storage.db, engine: storage.engine, clock, config };
+  const ctx = { db: storage.db, engine: storage.engine, clock, config, storage };
   const { api_key: apiKey } = await createOrganization({ ctx, input: { name: 'Acme', plan: 'pro' } });
   const app = await buildApp(
     { storage, config, clock, rateLimiter: new MemoryRateLimiter() },

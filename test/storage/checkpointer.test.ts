@@ -2,7 +2,8 @@ import { statSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { migrateToLatest, openStorage, startCheckpointer, type Storage } from '../../src/storage/db.js';
+import { startCheckpointer } from '../../src/storage/checkpointer.js';
+import { migrateToLatest, openStorage, type Storage } from '../../src/storage/db.js';
 import { tempFile } from '../support/temp.js';
 
 /**

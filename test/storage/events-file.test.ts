@@ -60,6 +60,7 @@ async function orgOn(storage: Storage, env: Record<string, string> = {}) {
   };
   const ctx = {
     db: storage.db,
+    storage,
     engine: storage.engine,
     clock: new ManualClock('2026-11-20T12:00:00.000Z'),
     config,

@@ -156,7 +156,7 @@ describe.each(ENGINES)('migration 0010 on a database with data (%s)', (engine) =
 
     const clock = new ManualClock(new Date(NOW).toISOString());
     const config = loadConfig({ TALLY_LOG_LEVEL: 'silent', TALLY_FOLD_INLINE: 'true' });
-    const service: ServiceCtx = { db: storage.db, engine, clock, config };
+    const service: ServiceCtx = { db: storage.db, engine, clock, config, storage };
     const created = await createOrganization({ ctx: service, input: { name: 'Old', plan: 'pro' } });
     const org = await getOrganization({ ctx: service, id: created.org.id });
     // The organisation whose data the old code wrote.

@@ -6,7 +6,7 @@ import type { OrgCtx, ServiceCtx } from '../../src/context.js';
 import { createOrganization, getOrganization } from '../../src/orgs/organizations.js';
 import type { ReportInput } from '../../src/reports/params.js';
 import { buildReport } from '../../src/reports/report.js';
-import { LAST_RESULT } from '../../src/storage/db.js';
+import { LAST_RESULT, readDb } from '../../src/storage/db.js';
 import { inSnapshot, readFoldState } from '../../src/storage/snapshot.js';
 import { foldOnce, tailState } from '../../src/tracking/fold.js';
 import { trackEvent } from '../../src/tracking/track.js';
@@ -38,7 +38,7 @@ describe.each(ENGINES)('snapshot reads beside the writes (%s)', (engine) => {
       engine === 'sqlite' ? { file: tempFile('tally-reader-', 'db.sqlite') } : {},
     );
     const config = { ...loadConfig({ TALLY_LOG_LEVEL: 'silent' }), foldInline: false };
-    ctx = { db: storage.db, engine, clock: new ManualClock('2026-11-20T12:00:00.000Z'), config };
+    ctx = { db: storage.db, engine, clock: new ManualClock('2026-11-20T12:00:00.000Z'), config, storage };
     const created = await createOrganization({ ctx, input: { name: 'Reader', plan: 'enterprise' } });
     org = { ...ctx, org: await getOrganization({ ctx, id: created.org.id }), actorKeyId: null };
     for (const agent of ['a', 'b', 'b']) {
@@ -85,7 +85,7 @@ describe.each(ENGINES)('snapshot reads beside the writes (%s)', (engine) => {
         ['b', 2],
         ['a', 1],
       ]);
-      const tail = await settled(tailState(ctx.db, engine));
+      const tail = await settled(tailState(readDb(ctx), engine));
       expect(tail).toMatchObject({ events: 3 });
     } finally {
       release();
@@ -102,7 +102,7 @@ describe.each(ENGINES)('snapshot reads beside the writes (%s)', (engine) => {
   });
 
   it('one snapshot: a folding pass committed during a read is not seen by that read', async () => {
-    const seen = await inSnapshot(ctx.db, engine, async (db) => {
+    const seen = await inSnapshot(readDb(ctx), engine, async (db) => {
       const before = {
         watermark: String((await readFoldState(db)).watermark),
         tail: (await tailState(db, engine)).events,
@@ -125,7 +125,7 @@ describe.each(ENGINES)('snapshot reads beside the writes (%s)', (engine) => {
     expect(seen.during).toEqual(seen.before);
     expect(seen.before.tail).toBe(3);
     // A snapshot taken after the pass sees it, and the report is the same from the rollups.
-    expect((await tailState(ctx.db, engine)).events).toBe(0);
+    expect((await tailState(readDb(ctx), engine)).events).toBe(0);
     const report = await buildReport({ ctx: org, input: BY_AGENT });
     expect(report.rows.map((r) => [r.group.agent_id, r.events])).toEqual([
       ['b', 2],
@@ -134,7 +134,7 @@ describe.each(ENGINES)('snapshot reads beside the writes (%s)', (engine) => {
   });
 
   it('hands its function the folding state of its own snapshot, before and after a pass', async () => {
-    const read = () => inSnapshot(ctx.db, engine, async (_db, fold) => fold);
+    const read = () => inSnapshot(readDb(ctx), engine, async (_db, fold) => fold);
     const before = await read();
     expect(before).toEqual(await readFoldState(ctx.db));
     await trackEvent({
@@ -157,7 +157,7 @@ describe.each(ENGINES)('snapshot reads beside the writes (%s)', (engine) => {
   it('is a read-only snapshot transaction, serial when asked (PostgreSQL settings)', async () => {
     const settings = (serial: boolean) =>
       inSnapshot(
-        ctx.db,
+        readDb(ctx),
         engine,
         async (db): Promise<Record<string, unknown>> => {
           if (engine === 'sqlite') return { transaction: db.isTransaction };
@@ -186,12 +186,12 @@ describe.each(ENGINES)('snapshot reads beside the writes (%s)', (engine) => {
 
   it('a snapshot that fails answers its error and leaves no connection inside it', async () => {
     await expect(
-      inSnapshot(ctx.db, engine, async (db) => {
+      inSnapshot(readDb(ctx), engine, async (db) => {
         await sql`SELECT no_such_column FROM fold_state`.execute(db);
       }),
     ).rejects.toThrow(/no_such_column|no such column/);
     await expect(
-      inSnapshot(ctx.db, engine, async () => {
+      inSnapshot(readDb(ctx), engine, async () => {
         throw new Error('given up');
       }),
     ).rejects.toThrow('given up');
@@ -199,7 +199,7 @@ describe.each(ENGINES)('snapshot reads beside the writes (%s)', (engine) => {
     // (PostgreSQL would refuse the next statement on an aborted one).
     const reads = await Promise.all(
       Array.from({ length: 12 }, () =>
-        inSnapshot(ctx.db, engine, async (_db, fold) => String(fold.watermark)),
+        inSnapshot(readDb(ctx), engine, async (_db, fold) => String(fold.watermark)),
       ),
     );
     expect(new Set(reads).size).toBe(1);
@@ -254,7 +254,7 @@ describe.each(ENGINES)('snapshot reads beside the writes (%s)', (engine) => {
 
   it('a snapshot cannot write', async () => {
     await expect(
-      inSnapshot(ctx.db, engine, (db) =>
+      inSnapshot(readDb(ctx), engine, (db) =>
         sql`UPDATE fold_state SET folded_at = folded_at WHERE id = 1`.execute(db),
       ),
     ).rejects.toThrow();

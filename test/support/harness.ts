@@ -3,7 +3,7 @@ import { ManualClock } from '../../src/clock.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import type { OrgCtx, ServiceCtx } from '../../src/context.js';
 import type { PlanName } from '../../src/billing/plans.js';
-import { buildApp } from '../../src/http/server.js';
+import { buildApp } from '../../src/app.js';
 import { MemoryRateLimiter, type RateLimiter } from '../../src/http/rate-limit.js';
 import { createOrganization, getOrganization } from '../../src/orgs/organizations.js';
 import type { Engine } from '../../src/storage/db.js';
@@ -69,7 +69,7 @@ export async function createHarness(engine: Engine, options: HarnessOptions = {}
     TALLY_SECRET_KEY: TEST_SECRET_KEY,
     ...options.env,
   });
-  const ctx: ServiceCtx = { db: storage.db, engine, clock, config };
+  const ctx: ServiceCtx = { db: storage.db, engine, clock, config, storage };
   const app = await buildApp(
     { storage, config, clock, rateLimiter: options.rateLimiter ?? new MemoryRateLimiter() },
     { logger: options.logStream ? { level: 'info', stream: options.logStream } : false },

@@ -33,6 +33,7 @@ describe('the folding thread of a SQLite file', () => {
     });
     const ctx: ServiceCtx = {
       db: storage.db,
+      storage,
       engine: 'sqlite',
       clock: new ManualClock('2026-11-20T12:00:00.000Z'),
       config,

@@ -492,7 +492,7 @@ describe.each(ENGINES)('two folding stages racing, while tracking goes on (%s)',
         TALLY_SECRET_KEY: TEST_SECRET_KEY,
       });
       const clock = new ManualClock('2026-11-20T12:00:00.000Z');
-      const ctxA: ServiceCtx = { db: a.db, engine, clock, config };
+      const ctxA: ServiceCtx = { db: a.db, engine, clock, config, storage: a };
       const ctxB: ServiceCtx = { db: b.db, engine, clock, config };
       const created = await createOrganization({ ctx: ctxA, input: { name: 'Race', plan: 'enterprise' } });
       const org: OrgCtx = {

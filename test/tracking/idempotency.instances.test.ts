@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
-import { buildApp } from '../../src/http/server.js';
+import { buildApp } from '../../src/app.js';
 import { MemoryRateLimiter } from '../../src/http/rate-limit.js';
 import { createOrganization } from '../../src/orgs/organizations.js';
 import { openStorage, type Storage } from '../../src/storage/db.js';
@@ -28,7 +28,7 @@ describe.each(ENGINES)('idempotency across two instances on one database (%s)', 
         buildApp({ storage, config, clock, rateLimiter: new MemoryRateLimiter() }, { logger: false }),
       ),
     );
-    const ctx = { db: primary.db, engine, clock, config };
+    const ctx = { db: primary.db, engine, clock, config, storage: primary };
     apiKey = (await createOrganization({ ctx, input: { name: 'Twins', plan: 'enterprise' } })).api_key;
   });
   afterAll(async () => {

@@ -31,6 +31,7 @@ describe('tally digests send (sqlite file)', () => {
     };
     const ctx = {
       db: storage.db,
+      storage,
       engine: 'sqlite' as const,
       // Subscribed weeks before --at: the scheduler would catch up older weeks, --at sends one.
       clock: new ManualClock('2026-10-20T00:00:00.000Z'),

@@ -434,6 +434,7 @@ describe('a webhook change between two passes of a SQLite file', () => {
       };
       const ctx: ServiceCtx = {
         db: storage.db,
+        storage,
         engine: 'sqlite',
         clock: new ManualClock(new Date(NOW)),
         config,

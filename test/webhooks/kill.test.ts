@@ -29,7 +29,7 @@ describe('a `tally worker` process killed mid-delivery (sqlite file)', () => {
     };
     const storage = await createTestStorage('sqlite', { file });
     const config = loadConfig({ ...env, TALLY_LOG_LEVEL: 'silent' });
-    const ctx: ServiceCtx = { db: storage.db, engine: 'sqlite', clock: new ManualClock(), config };
+    const ctx: ServiceCtx = { db: storage.db, engine: 'sqlite', clock: new ManualClock(), config, storage };
     const { org } = await createOrganization({ ctx, input: { name: 'Acme', plan: 'pro' } });
     const hook = await createWebhook({
       ctx: { ...ctx, org, actorKeyId: null },

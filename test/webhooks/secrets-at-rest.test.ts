@@ -186,6 +186,7 @@ describe.each(ENGINES)('webhook secrets written before encryption (%s)', (engine
       expect(await migrateToLatest(storage.db)).toContain(FIRST_NEW);
       const ctx: ServiceCtx = {
         db: storage.db,
+        storage,
         engine,
         clock: new ManualClock(),
         config: loadConfig({ TALLY_SECRET_KEY: TEST_SECRET_KEY }),

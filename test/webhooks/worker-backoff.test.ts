@@ -14,7 +14,7 @@ describe('the worker loop while the database is away', () => {
     await storage.destroy();
     const errors: string[] = [];
     const worker = new DeliveryWorker(
-      { db: storage.db, engine: 'sqlite', clock, config },
+      { db: storage.db, engine: 'sqlite', clock, config, storage },
       { mailTransport: null, idlePollMs: 50, onError: (_error, what) => errors.push(what) },
     );
     worker.start();

@@ -6,7 +6,7 @@ import { getPlanningSettings, updatePlanningSettings } from '../../settings/plan
 import { dateTime } from '../format.js';
 import { html } from '../html.js';
 import { csrfField } from '../layout.js';
-import { dashboardCtx, field, fields, session, type Form } from '../routes.js';
+import { dashboardCtx, field, fields, session, type Form } from '../page-kit.js';
 import { attempt, sendBudgetsPage, tabs } from './budgets-kit.js';
 import { select } from './controls.js';
 

@@ -4,7 +4,7 @@ import type { BudgetState } from '../../budgets/status.js';
 import { AppError } from '../../errors.js';
 import { html, type SafeHtml } from '../html.js';
 import { planGate } from '../layout.js';
-import { dashboardCtx, redirectWithNotice, sendPage } from '../routes.js';
+import { dashboardCtx, redirectWithNotice, sendPage } from '../page-kit.js';
 
 const TABS = [
   ['Budgets', '/dashboard/budgets'],

@@ -11,7 +11,7 @@ import { getPlanningSettings, updatePlanningSettings } from '../../settings/plan
 import { decimal, money } from '../format.js';
 import { html } from '../html.js';
 import { csrfField } from '../layout.js';
-import { dashboardCtx, field, session, type Form } from '../routes.js';
+import { dashboardCtx, field, session, type Form } from '../page-kit.js';
 import { attempt, formNumber, sendBudgetsPage, tabs } from './budgets-kit.js';
 import { select, textField } from './controls.js';
 

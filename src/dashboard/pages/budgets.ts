@@ -16,7 +16,7 @@ import { AppError } from '../../errors.js';
 import { dateTime, money } from '../format.js';
 import { html, type SafeHtml } from '../html.js';
 import { csrfField } from '../layout.js';
-import { dashboardCtx, field, session, type Form } from '../routes.js';
+import { dashboardCtx, field, session, type Form } from '../page-kit.js';
 import { attempt, formNumber, sendBudgetsPage, stateBadge, tabs } from './budgets-kit.js';
 import { select, textField } from './controls.js';
 

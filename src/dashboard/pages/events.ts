@@ -3,7 +3,7 @@ import { OUTCOMES } from '../../orgs/organizations.js';
 import { getEvent, listEvents } from '../../tracking/events.js';
 import { count, dateTime, decimal, hours, money } from '../format.js';
 import { html, type SafeHtml } from '../html.js';
-import { dashboardCtx, queryOf, sendPage } from '../routes.js';
+import { dashboardCtx, queryOf, sendPage } from '../page-kit.js';
 import { TaskTypeNames } from '../task-names.js';
 import { select, textField } from './controls.js';
 

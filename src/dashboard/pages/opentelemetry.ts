@@ -19,7 +19,15 @@ import {
 import { count, dateTime } from '../format.js';
 import { html, type SafeHtml } from '../html.js';
 import { csrfField } from '../layout.js';
-import { dashboardCtx, field, queryOf, redirectWithNotice, sendPage, session, type Form } from '../routes.js';
+import {
+  dashboardCtx,
+  field,
+  queryOf,
+  redirectWithNotice,
+  sendPage,
+  session,
+  type Form,
+} from '../page-kit.js';
 import { select, textField } from './controls.js';
 
 const PAGE = '/dashboard/opentelemetry';

@@ -8,7 +8,7 @@ import { bucketLabels, change, count, hours, money, moneyCompact, roi } from '..
 import { html, type SafeHtml } from '../html.js';
 import { planGate } from '../layout.js';
 import { TaskTypeNames } from '../task-names.js';
-import { dashboardCtx, queryOf, sendPage } from '../routes.js';
+import { dashboardCtx, queryOf, sendPage } from '../page-kit.js';
 import {
   isPartialBucket,
   partialEnds,

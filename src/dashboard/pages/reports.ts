@@ -19,7 +19,7 @@ import { bucketLabels, compact, count, hours, money, moneyCompact } from '../for
 import { html, type SafeHtml } from '../html.js';
 import { planGate } from '../layout.js';
 import { TaskTypeNames } from '../task-names.js';
-import { dashboardCtx, queryOf, sendPage } from '../routes.js';
+import { dashboardCtx, queryOf, sendPage } from '../page-kit.js';
 import { select, textField } from './controls.js';
 import { isPartialBucket, partialEnds, PERIOD_LABELS, periodOf } from './figures.js';
 import { reportForecast } from './report-forecast.js';

@@ -11,7 +11,7 @@ import {
 import { dateTime } from '../format.js';
 import { html, type SafeHtml } from '../html.js';
 import { csrfField } from '../layout.js';
-import { dashboardCtx, field, redirectWithNotice, sendPage, session, type Form } from '../routes.js';
+import { dashboardCtx, field, redirectWithNotice, sendPage, session, type Form } from '../page-kit.js';
 import { select, textField } from './controls.js';
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;

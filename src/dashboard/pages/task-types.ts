@@ -9,7 +9,7 @@ import { AppError, notFound } from '../../errors.js';
 import { dateTime, decimal, money } from '../format.js';
 import { html, type SafeHtml } from '../html.js';
 import { csrfField, planGate } from '../layout.js';
-import { dashboardCtx, field, redirectWithNotice, sendPage, session, type Form } from '../routes.js';
+import { dashboardCtx, field, redirectWithNotice, sendPage, session, type Form } from '../page-kit.js';
 import { breakableKey } from '../task-names.js';
 import { select, textField } from './controls.js';
 

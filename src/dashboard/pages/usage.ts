@@ -3,7 +3,7 @@ import { getUsage } from '../../billing/usage.js';
 import { count, money, monthName } from '../format.js';
 import { html } from '../html.js';
 import { planName } from '../layout.js';
-import { dashboardCtx, sendPage } from '../routes.js';
+import { dashboardCtx, sendPage } from '../page-kit.js';
 
 export function registerUsagePage(dash: FastifyInstance, app: FastifyInstance): void {
   dash.get('/usage', async (request, reply) => {

@@ -25,7 +25,7 @@ import {
   sendPage,
   session,
   type Form,
-} from '../routes.js';
+} from '../page-kit.js';
 import { textField } from './controls.js';
 
 type Delivery = Awaited<ReturnType<typeof listDeliveries>>['data'][number];

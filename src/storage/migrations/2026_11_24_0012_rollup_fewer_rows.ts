@@ -1,8 +1,8 @@
 import { SqliteAdapter, sql, type Kysely } from 'kysely';
 
 /**
- * Report rollups that cost the folding stage less per event (issue 14: ingest no longer pays per
- * grain, but the stage does, and it must keep up with ingest).
+ * Report rollups that cost the folding stage less per event (ingest does not pay per grain, but
+ * the stage does, and it must keep up with ingest).
  *
  * - Half weeks go: the `…/half` rows of the two- and three-key grains. They were a quarter of
  *   the stage's rollup writes (4 of 20 rows per event) and saved reports only a few rows at a
@@ -12,8 +12,7 @@ import { SqliteAdapter, sql, type Kysely } from 'kysely';
  *   each page free. With the sums in the index, every fold upsert wrote a new index entry as big
  *   as the row; without them, an update touches no indexed column and fits its page, so it is a
  *   HOT update that writes no index entry at all, and the index is a third of its size. A report
- *   now reads the rows from the table instead of from the index alone; bench:reports measured
- *   both (README "Ingest and the folding stage"). The free space applies to pages written from
+ *   now reads the rows from the table instead of from the index alone. The free space applies to pages written from
  *   now on; existing pages fill it as their rows move.
  */
 export async function up(db: Kysely<any>): Promise<void> {

@@ -6,9 +6,8 @@ import { schemaOfTable } from '../events-file.js';
  * longer read them: they read rollups, the tail by `ingest_seq` and the window's edges by
  * `occurred_at`. What they cost was ingest: every event lands at a random place in each of them
  * (one of an organisation's agents, one of its task types), so a batch of tracked events
- * dirtied about one page of each per event, and every commit wrote those pages. Measured with
- * `npm run bench:track` (folding stage off, so only the request path counts): SQLite 28.8 % →
- * 41.0 % of the bare endpoint, PostgreSQL 18.4 % → 23.5 %.
+ * dirtied about one page of each per event, and every commit wrote those pages
+ * (docs/benchmarks.md, History).
  *
  * The event list filtered by agent or task type now walks the organisation's events newest
  * first (`events_org_id`), as the filters by client and outcome always did.
