@@ -17,8 +17,8 @@ import { buildApp } from '../src/http/server.js';
 import { createRateLimiter } from '../src/service.js';
 import { createOrganization } from '../src/orgs/organizations.js';
 import { migrateToLatest, openStorage } from '../src/storage/db.js';
-import { foldStageFor } from '../src/tracking/fold.js';
-import { foldThreadFor } from '../src/tracking/fold-thread.js';
+import { foldStageFor } from '../src/fold/stage.js';
+import { foldThreadFor } from '../src/fold/thread.js';
 
 const [kind = 'reference', portText = '0'] = process.argv.slice(2);
 const port = Number(portText);

@@ -8,7 +8,7 @@ import type { Authenticated } from '../orgs/api-keys.js';
 import { readDb, type Storage } from '../storage/db.js';
 import type { RateLimiter } from './rate-limit.js';
 import type { Metrics } from './metrics.js';
-import type { IngestGate } from '../tracking/ingest-gate.js';
+import type { IngestGate } from '../fold/ingest-gate.js';
 
 export interface AppDeps {
   storage: Storage;

@@ -11,8 +11,8 @@ import { clientErrorHandler, frameworkErrors, registerInputGuard } from './input
 import { serializeRequest } from './log-redaction.js';
 import { createMetrics } from './metrics.js';
 import { SWAGGER_OPTIONS } from './openapi.js';
-import { TailMeter, foldErrorCounts, foldLag } from '../tracking/fold.js';
-import { IngestGate } from '../tracking/ingest-gate.js';
+import { TailMeter, foldErrorCounts, foldLag } from '../fold/stage.js';
+import { IngestGate } from '../fold/ingest-gate.js';
 import { registerServiceRoutes } from './service-routes.js';
 import { registerGracefulShutdown } from './shutdown.js';
 import { registerTrackingRoutes } from '../tracking/routes.js';

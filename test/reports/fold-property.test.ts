@@ -16,7 +16,7 @@ import {
 } from '../../src/reports/rollups.js';
 import type { Db } from '../../src/storage/db.js';
 import { readFoldState } from '../../src/storage/snapshot.js';
-import { foldOnce } from '../../src/tracking/fold.js';
+import { foldOnce } from '../../src/fold/stage.js';
 import { ENGINES } from '../support/engines.js';
 import { createHarness, pausedStageOptions, type Harness } from '../support/harness.js';
 import { DAY, expectedRows, NOW, PERIODS, type Dim, windowFrom } from './reference.js';

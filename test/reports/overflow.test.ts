@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hours } from '../../src/dashboard/format.js';
 import { GROUP_KEY, type Dimension } from '../../src/reports/params.js';
 import type { EventRow } from '../../src/storage/schema.js';
-import { foldOnce, tailState } from '../../src/tracking/fold.js';
+import { foldOnce, tailState } from '../../src/fold/stage.js';
 import { digestPayload } from '../../src/webhooks/digest-payload.js';
 import { createWebhook } from '../../src/webhooks/subscriptions.js';
 import { session } from '../dashboard/support.js';

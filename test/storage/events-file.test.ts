@@ -10,12 +10,12 @@ import { migrateToLatest, openStorage, type Db, type Storage } from '../../src/s
 import { EVENTS_FILE_TABLES, moveToEventsFile } from '../../src/storage/events-file.js';
 import { migrations } from '../../src/storage/migrations/index.js';
 import { inSnapshot, readFoldState } from '../../src/storage/snapshot.js';
-import { foldOnce, tailState } from '../../src/tracking/fold.js';
+import { foldOnce, tailState } from '../../src/fold/stage.js';
 import { trackEvent } from '../../src/tracking/track.js';
 import { createWebhook } from '../../src/webhooks/subscriptions.js';
 import { createTestStorage, ENGINES } from '../support/engines.js';
 import { tempFile } from '../support/temp.js';
-import { expectFoldedOnce } from '../tracking/folded-once.js';
+import { expectFoldedOnce } from '../fold/folded-once.js';
 import { TEST_SECRET_KEY } from '../support/secret-key.js';
 
 /**

@@ -8,7 +8,7 @@ import type { ReportInput } from '../../src/reports/params.js';
 import { buildReport } from '../../src/reports/report.js';
 import { LAST_RESULT } from '../../src/storage/db.js';
 import { inSnapshot, readFoldState } from '../../src/storage/snapshot.js';
-import { foldOnce, tailState } from '../../src/tracking/fold.js';
+import { foldOnce, tailState } from '../../src/fold/stage.js';
 import { trackEvent } from '../../src/tracking/track.js';
 import { createTestStorage, ENGINES, type TestStorage } from '../support/engines.js';
 import { settled, TIMED_OUT } from '../support/settled.js';

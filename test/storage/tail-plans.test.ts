@@ -16,12 +16,12 @@ import { parseGroupBy, type ReportInput } from '../../src/reports/params.js';
 import { buildReport, streamReport } from '../../src/reports/report.js';
 import { DAY_MS } from '../../src/reports/rollups.js';
 import type { Db, Engine } from '../../src/storage/db.js';
-import { TailMeter, foldBacklog, foldLag, foldOnce } from '../../src/tracking/fold.js';
+import { TailMeter, foldBacklog, foldLag, foldOnce } from '../../src/fold/stage.js';
 import { trackEvent } from '../../src/tracking/track.js';
 import { createWebhook } from '../../src/webhooks/subscriptions.js';
 import { ENGINES } from '../support/engines.js';
 import { createHarness, type Harness } from '../support/harness.js';
-import { PAUSED } from '../tracking/derived.js';
+import { PAUSED } from '../fold/derived.js';
 
 const NOW = Date.parse('2026-11-20T12:00:00.000Z');
 /**

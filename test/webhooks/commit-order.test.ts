@@ -6,7 +6,7 @@ import { loadConfig } from '../../src/config.js';
 import type { OrgCtx, ServiceCtx } from '../../src/context.js';
 import { createOrganization, getOrganization } from '../../src/orgs/organizations.js';
 import type { DbOrTrx } from '../../src/storage/db.js';
-import { foldOnce, tailState, type FoldOptions } from '../../src/tracking/fold.js';
+import { foldOnce, tailState, type FoldOptions } from '../../src/fold/stage.js';
 import { trackEvent } from '../../src/tracking/track.js';
 import { recordFailedDelivery } from '../../src/webhooks/health.js';
 import { commitPointOf, committedBefore } from '../../src/webhooks/subscribers.js';

@@ -4,8 +4,8 @@ import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { ServiceCtx } from '../context.js';
 import type { Db } from '../storage/db.js';
-import type { FoldOptions, FoldResult } from './fold.js';
-import type { PassReply, PassRequest } from './fold-worker.js';
+import type { FoldOptions, FoldResult } from './stage.js';
+import type { PassReply, PassRequest } from './thread-worker.js';
 
 const require = createRequire(import.meta.url);
 
@@ -112,7 +112,7 @@ export class FoldThread {
     // From dist the thread runs the compiled fold-worker.js; from the sources (tests, tsx) it
     // registers tsx first (a worker does not inherit the loader of `--import tsx`).
     const sources = import.meta.url.endsWith('.ts');
-    const entry = new URL(sources ? './fold-worker.ts' : './fold-worker.js', import.meta.url).href;
+    const entry = new URL(sources ? './thread-worker.ts' : './thread-worker.js', import.meta.url).href;
     const worker = new Worker(WORKER_BOOT, {
       eval: true,
       workerData: {

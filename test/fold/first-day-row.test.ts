@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { firstDayRow } from '../../src/reports/fold-rollups.js';
+import { firstDayRow } from '../../src/fold/rollups.js';
 import { SUM_COLUMNS } from '../../src/reports/rollups.js';
 import type { DbOrTrx } from '../../src/storage/db.js';
 import { ENGINES } from '../support/engines.js';

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { foldStageFor, tailState } from '../../src/tracking/fold.js';
+import { foldStageFor, tailState } from '../../src/fold/stage.js';
 import { ENGINES } from '../support/engines.js';
 import { createHarness, pausedStageOptions, type Harness } from '../support/harness.js';
 

@@ -2,7 +2,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { systemClock } from '../clock.js';
 import type { Config } from '../config.js';
 import { openStorage } from '../storage/db.js';
-import { foldOnce, type FoldResult } from './fold.js';
+import { foldOnce, type FoldResult } from './stage.js';
 
 /**
  * The folding thread of a SQLite file (fold-thread.ts): folds one pass per message on a write

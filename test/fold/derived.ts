@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { expect } from 'vitest';
 import { getUsage } from '../../src/billing/usage.js';
 import type { OrgCtx, ServiceCtx } from '../../src/context.js';
-import { foldOnce, tailState } from '../../src/tracking/fold.js';
+import { foldOnce, tailState } from '../../src/fold/stage.js';
 import type { Dimension, ReportInput } from '../../src/reports/params.js';
 import { buildReport } from '../../src/reports/report.js';
 import { eventView } from '../../src/tracking/events.js';

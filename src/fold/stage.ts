@@ -9,7 +9,7 @@ import {
   foldRollups,
   reopenMonths,
   seqRange,
-} from '../reports/fold-rollups.js';
+} from './rollups.js';
 import {
   DAY_MS,
   FOLD_PART_IDS,
@@ -36,7 +36,7 @@ import { inSnapshot, lowestWatermark } from '../storage/snapshot.js';
 import { orgEventsBySeq } from '../storage/tail.js';
 import { enqueueNewEventMessages, type NewEventMessage } from '../webhooks/outbox.js';
 import { readSubscribers } from '../webhooks/subscribers.js';
-import { eventView } from './events.js';
+import { eventView } from '../tracking/events.js';
 
 /**
  * The folding stage (DESIGN §11). Tracking commits events only; this stage reads the events

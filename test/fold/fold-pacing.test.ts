@@ -3,7 +3,7 @@ import { systemClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import type { ServiceCtx } from '../../src/context.js';
 import type { Db, Engine } from '../../src/storage/db.js';
-import { FoldStage, type FoldResult } from '../../src/tracking/fold.js';
+import { FoldStage, type FoldResult } from '../../src/fold/stage.js';
 
 /**
  * How long the folding stage waits between passes that emptied the tail (fold.ts): on SQLite at

@@ -4,7 +4,7 @@ import type { OrgCtx } from '../../src/context.js';
 import { FOLD_PART_IDS, FOLD_PARTS, GRAINS, foldPartOf, type Grain } from '../../src/reports/rollups.js';
 import { migrateToLatest } from '../../src/storage/db.js';
 import { readFoldState } from '../../src/storage/snapshot.js';
-import { FoldStage, foldLockClass, foldOnce, tailState } from '../../src/tracking/fold.js';
+import { FoldStage, foldLockClass, foldOnce, tailState } from '../../src/fold/stage.js';
 import { seed } from '../reports/seed.js';
 import { ENGINES } from '../support/engines.js';
 import { createHarness, type Harness } from '../support/harness.js';

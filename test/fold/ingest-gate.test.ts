@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, ConfigError } from '../../src/config.js';
-import { foldLag, foldOnce, tailState } from '../../src/tracking/fold.js';
-import { IngestGate, INGEST_GATE_TIMING } from '../../src/tracking/ingest-gate.js';
+import { foldLag, foldOnce, tailState } from '../../src/fold/stage.js';
+import { IngestGate, INGEST_GATE_TIMING } from '../../src/fold/ingest-gate.js';
 import { unlimited } from '../reports/unlimited.js';
 import { ENGINES, createTestStorage } from '../support/engines.js';
 import { createHarness, type Harness } from '../support/harness.js';

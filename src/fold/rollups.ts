@@ -11,7 +11,7 @@ import {
   hasCoarseBuckets,
   type Bucket,
   type Grain,
-} from './rollups.js';
+} from '../reports/rollups.js';
 
 /**
  * The folding stage's rollup step (DESIGN §11): adds the events with `from <= ingest_seq < to`

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { OrgCtx } from '../../src/context.js';
 import { FOLD_PART_IDS, coarseThroughAt, monthsThroughAt } from '../../src/reports/rollups.js';
 import { readFoldState, type FoldState } from '../../src/storage/snapshot.js';
-import { TailMeter, foldOnce, tailState, type FoldOptions } from '../../src/tracking/fold.js';
+import { TailMeter, foldOnce, tailState, type FoldOptions } from '../../src/fold/stage.js';
 import { seed } from '../reports/seed.js';
 import { unlimited } from '../reports/unlimited.js';
 import { ENGINES } from '../support/engines.js';

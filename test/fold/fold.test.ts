@@ -7,7 +7,7 @@ import { createOrganization, getOrganization } from '../../src/orgs/organization
 import { coarseThroughAt, monthsThroughAt } from '../../src/reports/rollups.js';
 import { readFoldState } from '../../src/storage/snapshot.js';
 import { openStorage } from '../../src/storage/db.js';
-import { FoldStage, PARALLEL_FROM, TailMeter, foldOnce, tailState } from '../../src/tracking/fold.js';
+import { FoldStage, PARALLEL_FROM, TailMeter, foldOnce, tailState } from '../../src/fold/stage.js';
 import { trackEvent } from '../../src/tracking/track.js';
 import { createWebhook } from '../../src/webhooks/subscriptions.js';
 import { seed, type SeedEvent } from '../reports/seed.js';
