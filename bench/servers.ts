@@ -17,7 +17,7 @@ import { buildApp } from '../src/http/server.js';
 import { createRateLimiter } from '../src/service.js';
 import { createOrganization } from '../src/orgs/organizations.js';
 import { migrateToLatest, openStorage } from '../src/storage/db.js';
-import { foldStageFor } from '../src/fold/stage.js';
+import { foldStageFor } from '../src/fold/registry.js';
 import { foldThreadFor } from '../src/fold/thread.js';
 
 const [kind = 'reference', portText = '0'] = process.argv.slice(2);
@@ -52,7 +52,7 @@ async function tally(engine: 'sqlite' | 'postgres') {
       TALLY_LOG_LEVEL: 'silent',
       // Events per folding pass (README "Ingest behind a watermark"), to measure other sizes.
       TALLY_FOLD_BATCH: process.env.TALLY_FOLD_BATCH,
-      // How far behind the stage may be before batches wait for it (tracking/ingest-gate.ts).
+      // How far behind the stage may be before batches wait for it (fold/ingest-gate.ts).
       TALLY_INGEST_MAX_LAG_SECONDS: process.env.TALLY_INGEST_MAX_LAG_SECONDS,
     }),
     plans: {

@@ -32,13 +32,13 @@ export interface Config {
   foldInline: boolean;
   /**
    * Events a folding pass takes at most (TALLY_FOLD_BATCH); null: the engine's default
-   * (fold.ts FOLD_BATCH). Larger passes fold a backlog sooner; on SQLite the main file's other
+   * (fold/pass.ts FOLD_BATCH). Larger passes fold a backlog sooner; on SQLite the main file's other
    * writes wait for each pass.
    */
   foldBatch: number | null;
   /**
    * A batch of POST /v1/track/batch waits while the folding stage is more than this many seconds
-   * behind (TALLY_INGEST_MAX_LAG_SECONDS; tracking/ingest-gate.ts); 0: it never waits.
+   * behind (TALLY_INGEST_MAX_LAG_SECONDS; fold/ingest-gate.ts); 0: it never waits.
    */
   ingestMaxLagSeconds: number;
   /**

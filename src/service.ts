@@ -8,7 +8,8 @@ import { buildApp } from './http/server.js';
 import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './http/rate-limit.js';
 import { countOrganizations, createOrganization } from './orgs/organizations.js';
 import { migrateStorage, openStorage, takeSqliteWriteLock, type Storage } from './storage/db.js';
-import { foldStageFor, type FoldStage } from './fold/stage.js';
+import { foldStageFor } from './fold/registry.js';
+import type { FoldStage } from './fold/stage.js';
 import { foldThreadFor } from './fold/thread.js';
 import { resealWebhookSecrets } from './webhooks/secret-storage.js';
 import { DeliveryWorker } from './webhooks/worker.js';
@@ -83,7 +84,7 @@ export async function startService(configured: Config, clock: Clock = systemCloc
   }
 
   const rateLimiter = createRateLimiter(config, (message, error) => log('warn', message, error));
-  // A SQLite file folds in a thread of its own (fold-thread.ts), ready before the first request.
+  // A SQLite file folds in a thread of its own (fold/thread.ts), ready before the first request.
   // A thread that cannot start fails the stage's passes, which report it and retry.
   const foldThread = config.role === 'api' ? null : foldThreadFor(ctx, config.databaseUrl, storage.db);
   await foldThread?.start().catch(() => undefined);

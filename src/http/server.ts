@@ -11,7 +11,9 @@ import { clientErrorHandler, frameworkErrors, registerInputGuard } from './input
 import { serializeRequest } from './log-redaction.js';
 import { createMetrics } from './metrics.js';
 import { SWAGGER_OPTIONS } from './openapi.js';
-import { TailMeter, foldErrorCounts, foldLag } from '../fold/stage.js';
+import { foldErrorCounts } from '../fold/registry.js';
+import { foldLag } from '../fold/tail.js';
+import { TailMeter } from '../fold/tail-meter.js';
 import { IngestGate } from '../fold/ingest-gate.js';
 import { registerServiceRoutes } from './service-routes.js';
 import { registerGracefulShutdown } from './shutdown.js';

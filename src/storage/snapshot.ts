@@ -2,7 +2,7 @@ import { CompiledQuery, sql, type Kysely } from 'kysely';
 import { LAST_RESULT, snapshotReader, type DbOrTrx, type Engine } from './db.js';
 import type { Database } from './schema.js';
 
-/** A position in commit order (fold.ts): xid8 as text on PostgreSQL, a number on SQLite. */
+/** A position in commit order (fold/stage.ts): xid8 as text on PostgreSQL, a number on SQLite. */
 export type IngestSeq = string | number;
 
 /**

@@ -2,7 +2,7 @@ import type { OrgCtx } from '../context.js';
 import { newId } from '../ids.js';
 import type { Db } from '../storage/db.js';
 import { batcherFor } from './batcher.js';
-import { afterTrack } from '../fold/stage.js';
+import { afterTrack } from '../fold/registry.js';
 import type { TrackJob, TrackResult } from './job.js';
 import { processBatch } from './pipeline.js';
 import { checkPricedCost, checkTrackInput, type TrackInput } from './track-input.js';

@@ -12,7 +12,7 @@ import { cookieOf, ORIGIN } from './support.js';
 
 /**
  * On a SQLite file a folding pass holds the write connection for up to seconds
- * (tracking/fold-thread.ts). Pages and API reads read on the read connection, so they answer
+ * (fold/thread.ts). Pages and API reads read on the read connection, so they answer
  * meanwhile (SQLite only: PostgreSQL has a pool, and a database in memory has one connection).
  */
 describe('reads while the write connection is held (sqlite file)', () => {

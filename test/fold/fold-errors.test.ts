@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { foldStageFor, tailState } from '../../src/fold/stage.js';
+import { foldStageFor } from '../../src/fold/registry.js';
+import { tailState } from '../../src/fold/tail.js';
 import { ENGINES } from '../support/engines.js';
 import { createHarness, pausedStageOptions, type Harness } from '../support/harness.js';
 

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, ConfigError } from '../../src/config.js';
-import { foldLag, foldOnce, tailState } from '../../src/fold/stage.js';
+import { foldOnce } from '../../src/fold/pass.js';
+import { foldLag, tailState } from '../../src/fold/tail.js';
 import { IngestGate, INGEST_GATE_TIMING } from '../../src/fold/ingest-gate.js';
 import { unlimited } from '../reports/unlimited.js';
 import { ENGINES, createTestStorage } from '../support/engines.js';
@@ -40,7 +41,7 @@ async function foldEverything(h: Harness): Promise<void> {
 }
 
 /**
- * TALLY_INGEST_MAX_LAG_SECONDS (tracking/ingest-gate.ts): a batch admitted while the folding
+ * TALLY_INGEST_MAX_LAG_SECONDS (fold/ingest-gate.ts): a batch admitted while the folding
  * stage is further behind waits until the stage is back within it, then is stored as usual.
  */
 describe.each(ENGINES)('backfill batches wait for the folding stage (%s)', (engine) => {

@@ -10,7 +10,8 @@ import { migrateToLatest, openStorage, type Db, type Storage } from '../../src/s
 import { EVENTS_FILE_TABLES, moveToEventsFile } from '../../src/storage/events-file.js';
 import { migrations } from '../../src/storage/migrations/index.js';
 import { inSnapshot, readFoldState } from '../../src/storage/snapshot.js';
-import { foldOnce, tailState } from '../../src/fold/stage.js';
+import { foldOnce } from '../../src/fold/pass.js';
+import { tailState } from '../../src/fold/tail.js';
 import { trackEvent } from '../../src/tracking/track.js';
 import { createWebhook } from '../../src/webhooks/subscriptions.js';
 import { createTestStorage, ENGINES } from '../support/engines.js';
