@@ -11,7 +11,6 @@ import { clientErrorHandler, frameworkErrors, registerInputGuard } from './input
 import { serializeRequest } from './log-redaction.js';
 import { createMetrics } from './metrics.js';
 import { SWAGGER_OPTIONS } from './openapi.js';
-import { foldErrorCounts } from '../fold/registry.js';
 import { foldLag } from '../fold/tail.js';
 import { TailMeter } from '../fold/tail-meter.js';
 import { IngestGate } from '../fold/ingest-gate.js';
@@ -99,7 +98,7 @@ export async function buildApp(deps: AppDeps, options: BuildOptions = {}): Promi
     'metrics',
     createMetrics(
       () => tailMeter.read(),
-      () => foldErrorCounts(deps.storage.db),
+      () => deps.fold?.errors ?? { unavailable: 0, failed: 0 },
     ),
   );
   const { ingestMaxLagSeconds } = deps.config;

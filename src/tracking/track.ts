@@ -2,7 +2,7 @@ import type { OrgCtx } from '../context.js';
 import { newId } from '../ids.js';
 import type { Db } from '../storage/db.js';
 import { batcherFor } from './batcher.js';
-import { afterTrack } from '../fold/registry.js';
+import type { CommitListener } from './commit-listeners.js';
 import type { TrackJob, TrackResult } from './job.js';
 import { processBatch } from './pipeline.js';
 import { checkPricedCost, checkTrackInput, type TrackInput } from './track-input.js';
@@ -41,14 +41,22 @@ export async function trackEvent({
     occurredAt: occurredAt ?? receivedAt,
   };
   if (!ctx.db.isTransaction) {
-    const result = await batcherFor(ctx.db as Db).submit(job);
-    // The folding stage derives rollups, usage and webhook messages from the committed event.
-    if (!result.replayed) await afterTrack(ctx);
-    return result;
+    // The batcher's commit listeners hear of the event (the folding stage derives rollups,
+    // usage and webhook messages from it).
+    return batcherFor(ctx.db as Db).submit(job);
   }
   // Already inside a caller's transaction: process alone, in it.
   const [outcome] = await processBatch(ctx.db, [job]);
   if (outcome && 'ok' in outcome) return outcome.ok;
   if (outcome && 'error' in outcome) throw outcome.error;
   throw new Error('a lone track call cannot be deferred');
+}
+
+/**
+ * Listens to the track calls that commit an event on `db` (the handle the service's requests use),
+ * through every door: the API, OpenTelemetry ingest, verbs called directly. Returns the function
+ * that stops listening.
+ */
+export function onTrackCommitted(db: Db, listener: CommitListener): () => void {
+  return batcherFor(db).committed.add(listener);
 }

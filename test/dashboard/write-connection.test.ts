@@ -24,7 +24,7 @@ describe('reads while the write connection is held (sqlite file)', () => {
   beforeAll(async () => {
     storage = openStorage(`sqlite:${tempFile('tally-held-', 'db.sqlite')}`);
     await migrateToLatest(storage.db);
-    const config = { ...loadConfig({ TALLY_LOG_LEVEL: 'silent' }), foldInline: false };
+    const config = loadConfig({ TALLY_LOG_LEVEL: 'silent' });
     const clock = new ManualClock('2026-11-20T12:00:00.000Z');
     const ctx = { db: storage.db, engine: storage.engine, clock, config };
     ({ api_key: apiKey } = await createOrganization({ ctx, input: { name: 'Held', plan: 'enterprise' } }));

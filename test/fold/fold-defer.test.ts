@@ -58,7 +58,7 @@ describe.each(ENGINES)('a back-dated backlog folds into day rows first (%s)', (e
     h = await createHarness(engine, {
       now: new Date(NOW).toISOString(),
       rateLimiter: unlimited,
-      env: PAUSED,
+      ...PAUSED,
     });
     await foldAll(h.ctx);
   });

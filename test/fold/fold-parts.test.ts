@@ -60,7 +60,7 @@ describe.each(ENGINES)('fold parts with their own watermarks (%s)', (engine) => 
     h = await createHarness(engine, {
       now: new Date(NOW).toISOString(),
       rateLimiter: unlimited,
-      env: PAUSED,
+      ...PAUSED,
     });
   });
   afterAll(async () => h.close());

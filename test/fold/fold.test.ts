@@ -67,7 +67,7 @@ describe.each(ENGINES)('the folding stage (%s)', (engine) => {
     h = await createHarness(engine, {
       now: new Date(NOW).toISOString(),
       rateLimiter: unlimited,
-      env: PAUSED,
+      ...PAUSED,
     });
   });
   afterAll(async () => h.close());

@@ -50,7 +50,8 @@ describe.each(ENGINES)('backfill batches wait for the folding stage (%s)', (engi
     h = await createHarness(engine, {
       now: new Date(NOW).toISOString(),
       rateLimiter: unlimited,
-      env: { ...PAUSED, TALLY_INGEST_MAX_LAG_SECONDS: '10' },
+      ...PAUSED,
+      env: { ...PAUSED.env, TALLY_INGEST_MAX_LAG_SECONDS: '10' },
     });
   });
   afterAll(async () => h.close());
@@ -102,7 +103,8 @@ describe.each(ENGINES)('the ingest gate itself (%s)', (engine) => {
     h = await createHarness(engine, {
       now: new Date(NOW).toISOString(),
       rateLimiter: unlimited,
-      env: { ...PAUSED, TALLY_INGEST_MAX_LAG_SECONDS: '0' },
+      ...PAUSED,
+      env: { ...PAUSED.env, TALLY_INGEST_MAX_LAG_SECONDS: '0' },
     });
     const res = await h.request({ method: 'POST', url: '/v1/track/batch', payload: { events: [event(0)] } });
     expect(res.statusCode).toBe(207);

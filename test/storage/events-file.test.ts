@@ -55,10 +55,7 @@ async function rowsOf(db: Db, schema: 'main' | 'ingest', table: string): Promise
 
 /** A service context on `storage` (folding left to the test, on a fixed clock) and a new organisation's. */
 async function orgOn(storage: Storage, env: Record<string, string> = {}) {
-  const config = {
-    ...loadConfig({ TALLY_LOG_LEVEL: 'silent', TALLY_SECRET_KEY: TEST_SECRET_KEY, ...env }),
-    foldInline: false,
-  };
+  const config = loadConfig({ TALLY_LOG_LEVEL: 'silent', TALLY_SECRET_KEY: TEST_SECRET_KEY, ...env });
   const ctx = {
     db: storage.db,
     engine: storage.engine,

@@ -38,7 +38,7 @@ describe.each(ENGINES)('snapshot reads beside the writes (%s)', (engine) => {
       engine,
       engine === 'sqlite' ? { file: tempFile('tally-reader-', 'db.sqlite') } : {},
     );
-    const config = { ...loadConfig({ TALLY_LOG_LEVEL: 'silent' }), foldInline: false };
+    const config = loadConfig({ TALLY_LOG_LEVEL: 'silent' });
     ctx = { db: storage.db, engine, clock: new ManualClock('2026-11-20T12:00:00.000Z'), config };
     const created = await createOrganization({ ctx, input: { name: 'Reader', plan: 'enterprise' } });
     org = { ...ctx, org: await getOrganization({ ctx, id: created.org.id }), actorKeyId: null };

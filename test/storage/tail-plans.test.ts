@@ -191,7 +191,7 @@ describe.each(ENGINES)('every read of the tail seeks the watermark (%s)', (engin
   }
 
   beforeAll(async () => {
-    h = await createHarness(engine, { now: new Date(NOW).toISOString(), env: PAUSED });
+    h = await createHarness(engine, { now: new Date(NOW).toISOString(), ...PAUSED });
     org = await h.orgCtx();
     const db = h.ctx.db as Db;
     // Folded history, as bulk rows (the planners see only the table): positions as tracking

@@ -429,10 +429,7 @@ describe('a webhook change between two passes of a SQLite file', () => {
   it('events committed during a pass and folded after a webhook was created are not sent to it', async () => {
     const storage = await createTestStorage('sqlite', { file: tempFile('tally-commit-order-', 'two.db') });
     try {
-      const config = {
-        ...loadConfig({ TALLY_LOG_LEVEL: 'silent', TALLY_SECRET_KEY: TEST_SECRET_KEY }),
-        foldInline: false,
-      };
+      const config = loadConfig({ TALLY_LOG_LEVEL: 'silent', TALLY_SECRET_KEY: TEST_SECRET_KEY });
       const ctx: ServiceCtx = {
         db: storage.db,
         engine: 'sqlite',
