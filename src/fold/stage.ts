@@ -30,7 +30,10 @@ import { FOLD_BATCH, type FoldOptions, type FoldResult } from './pass.js';
  *   file's passes in a thread of their own;
  * - tail.ts and tail-meter.ts the tail and the lag (/metrics, the ingest gate), failures.ts the
  *   failed passes; ingest-gate.ts holds backfills while the stage is too far behind.
+ * Tracking never calls the stage: the service wakes it from tracking's commit listeners
+ * (service.ts), so that the request path stays free of everything derived.
  */
+
 export interface FoldStageOptions {
   /**
    * How long the loop waits after a pass that emptied the tail: when it found none, local
