@@ -18,10 +18,10 @@
  *   types) and of a write to the main file (PATCH /v1/settings), both sent every 200 ms from the
  *   start of the load until the lag is back under 1 s, each on time whatever the ones before it
  *   still wait for. On SQLite a folding pass holds the main file's write lock for seconds
- *   (fold-thread.ts): the write waits for the rest of the pass under way; API and dashboard reads
+ *   (fold/thread.ts): the write waits for the rest of the pass under way; API and dashboard reads
  *   use the read connection (http/app-types.ts) and wait for no pass;
  * - how many batches waited for the folding stage, and how long in all (TALLY_INGEST_MAX_LAG_SECONDS,
- *   tracking/ingest-gate.ts: a batch waits while the stage is further behind than that).
+ *   fold/ingest-gate.ts: a batch waits while the stage is further behind than that).
  *
  * TALLY_FOLD_BATCH sets the events per folding pass (README "Ingest behind a watermark");
  * TALLY_INGEST_MAX_LAG_SECONDS=0 lets every batch in at once.
@@ -197,7 +197,7 @@ async function runEngine(engine: 'sqlite' | 'postgres', port: number) {
   }
   probing = false;
   await probe;
-  // Then the weeks and days whose rows the backlog left to its day rows, built again (fold.ts
+  // Then the weeks and days whose rows the backlog left to its day rows, built again (fold/plan.ts
   // planPart): reports read those days from their day rows until then.
   let closed = NaN;
   for (;;) {

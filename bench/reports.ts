@@ -49,7 +49,7 @@ import {
 } from '../src/storage/db.js';
 import { EVENTS_SCHEMA } from '../src/storage/events-file.js';
 import { readFoldState } from '../src/storage/snapshot.js';
-import { tailState } from '../src/tracking/fold.js';
+import { tailState } from '../src/fold/tail.js';
 import { seedEvents, seedTail, type Shape } from './report-seed.js';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);

@@ -17,8 +17,9 @@ import { buildApp } from '../src/app.js';
 import { createRateLimiter } from '../src/service.js';
 import { createOrganization } from '../src/orgs/organizations.js';
 import { migrateToLatest, openStorage } from '../src/storage/db.js';
-import { foldStageFor } from '../src/tracking/fold.js';
-import { foldThreadFor } from '../src/tracking/fold-thread.js';
+import { onTrackCommitted } from '../src/tracking/track.js';
+import { FoldStage } from '../src/fold/stage.js';
+import { foldThreadFor } from '../src/fold/thread.js';
 
 const [kind = 'reference', portText = '0'] = process.argv.slice(2);
 const port = Number(portText);
@@ -52,7 +53,7 @@ async function tally(engine: 'sqlite' | 'postgres') {
       TALLY_LOG_LEVEL: 'silent',
       // Events per folding pass (README "Ingest behind a watermark"), to measure other sizes.
       TALLY_FOLD_BATCH: process.env.TALLY_FOLD_BATCH,
-      // How far behind the stage may be before batches wait for it (tracking/ingest-gate.ts).
+      // How far behind the stage may be before batches wait for it (fold/ingest-gate.ts).
       TALLY_INGEST_MAX_LAG_SECONDS: process.env.TALLY_INGEST_MAX_LAG_SECONDS,
     }),
     plans: {
@@ -64,16 +65,17 @@ async function tally(engine: 'sqlite' | 'postgres') {
   await migrateToLatest(storage.db);
   const ctx = { db: storage.db, engine: storage.engine, clock: systemClock, config, storage };
   const { api_key: apiKey } = await createOrganization({ ctx, input: { name: 'bench', plan: 'enterprise' } });
+  // As in `tally serve`: the folding stage runs beside the API (DESIGN §11), its passes in a
+  // thread of their own on a SQLite file, and tracking wakes it.
+  const thread = process.env.BENCH_NO_THREAD === '1' ? null : foldThreadFor(ctx, url, storage.db);
+  const fold = new FoldStage(ctx, thread ? { runPass: (pass) => thread.run(pass) } : {});
+  onTrackCommitted({ db: storage.db, storage }, () => fold.wake());
   const app = await buildApp(
-    { storage, config, clock: systemClock, rateLimiter: createRateLimiter(config) },
+    { storage, config, clock: systemClock, rateLimiter: createRateLimiter(config), fold },
     { logger: false },
   );
   await app.listen({ host: '127.0.0.1', port });
-  // As in `tally serve`: the folding stage runs beside the API (DESIGN §11), its passes in a
-  // thread of their own on a SQLite file.
-  const thread = process.env.BENCH_NO_THREAD === '1' ? null : foldThreadFor(ctx, url, storage.db);
   await thread?.start();
-  const fold = foldStageFor(ctx, thread ? { runPass: (pass) => thread.run(pass) } : {});
   fold.start();
   const cleanup = async () => {
     await app.close();

@@ -20,7 +20,7 @@ const base = loadConfig({
   TALLY_LOG_LEVEL: 'error',
   TALLY_ROLE: process.env.BENCH_ROLE ?? 'all',
   TALLY_WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
-  // How far behind the stage may be before batches wait for it (tracking/ingest-gate.ts).
+  // How far behind the stage may be before batches wait for it (fold/ingest-gate.ts).
   TALLY_INGEST_MAX_LAG_SECONDS: process.env.TALLY_INGEST_MAX_LAG_SECONDS,
   // The run's webhooks are created and delivered by this process: a key of its own will do.
   TALLY_SECRET_KEY: process.env.TALLY_SECRET_KEY ?? newSecretKey(),

@@ -16,8 +16,9 @@ import { registerReportEmailRoutes } from './report-emails/routes.js';
 import { registerUnsubscribe } from './report-emails/unsubscribe.js';
 import { registerReportRoutes } from './reports/routes.js';
 import { registerSettingsRoutes } from './settings/routes.js';
-import { TailMeter, foldErrorCounts, foldLag } from './tracking/fold.js';
-import { IngestGate } from './tracking/ingest-gate.js';
+import { IngestGate } from './fold/ingest-gate.js';
+import { foldLag } from './fold/tail.js';
+import { TailMeter } from './fold/tail-meter.js';
 import { registerTrackingRoutes } from './tracking/routes.js';
 import { registerWebhookRoutes } from './webhooks/routes.js';
 
@@ -30,7 +31,7 @@ export async function buildApp(deps: AppDeps, options: ServerOptions = {}): Prom
   const tailMeter = new TailMeter(reads, engine, now);
   const metrics = createMetrics(
     () => tailMeter.read(),
-    () => foldErrorCounts(db),
+    () => deps.fold?.errors ?? { unavailable: 0, failed: 0 },
   );
   const app = await createServer(deps, metrics, options);
 

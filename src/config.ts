@@ -25,20 +25,14 @@ export interface Config {
   /** After this long, shutdown closes the connections still open and exits. */
   shutdownTimeoutMs: number;
   /**
-   * Each track call folds the events it committed before it answers (TALLY_FOLD_INLINE=true):
-   * for tests that read the derived tables right after tracking. Off in production, where the
-   * folding stage runs on its own (fold.ts, DESIGN §11).
-   */
-  foldInline: boolean;
-  /**
    * Events a folding pass takes at most (TALLY_FOLD_BATCH); null: the engine's default
-   * (fold.ts FOLD_BATCH). Larger passes fold a backlog sooner; on SQLite the main file's other
+   * (fold/pass.ts FOLD_BATCH). Larger passes fold a backlog sooner; on SQLite the main file's other
    * writes wait for each pass.
    */
   foldBatch: number | null;
   /**
    * A batch of POST /v1/track/batch waits while the folding stage is more than this many seconds
-   * behind (TALLY_INGEST_MAX_LAG_SECONDS; tracking/ingest-gate.ts); 0: it never waits.
+   * behind (TALLY_INGEST_MAX_LAG_SECONDS; fold/ingest-gate.ts); 0: it never waits.
    */
   ingestMaxLagSeconds: number;
   /**
@@ -257,7 +251,6 @@ export function loadConfig(env: Env = process.env): Config {
       idleTimeoutMs: integer(env, 'TALLY_HTTP_IDLE_TIMEOUT_MS', 60_000, 100, 3_600_000),
     },
     shutdownTimeoutMs: integer(env, 'TALLY_SHUTDOWN_TIMEOUT_MS', 10_000, 100, 600_000),
-    foldInline: boolean(env, 'TALLY_FOLD_INLINE', false),
     foldBatch:
       env.TALLY_FOLD_BATCH === undefined || env.TALLY_FOLD_BATCH === ''
         ? null

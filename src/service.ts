@@ -8,11 +8,12 @@ import { buildApp } from './app.js';
 import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './http/rate-limit.js';
 import { countOrganizations, createOrganization } from './orgs/organizations.js';
 import { migrateStorage, openStorage, takeSqliteWriteLock, type Storage } from './storage/db.js';
-import { foldStageFor, type FoldStage } from './tracking/fold.js';
-import { foldThreadFor } from './tracking/fold-thread.js';
+import { FoldStage } from './fold/stage.js';
+import { foldThreadFor } from './fold/thread.js';
 import { resealWebhookSecrets } from './webhooks/secret-storage.js';
 import { DeliveryWorker } from './webhooks/worker.js';
 import { HeldSpanSweeper } from './otlp/sweeper.js';
+import { onTrackCommitted } from './tracking/track.js';
 
 export function createRateLimiter(
   config: Config,
@@ -83,28 +84,36 @@ export async function startService(configured: Config, clock: Clock = systemCloc
   }
 
   const rateLimiter = createRateLimiter(config, (message, error) => log('warn', message, error));
-  // A SQLite file folds in a thread of its own (fold-thread.ts), ready before the first request.
+  // A SQLite file folds in a thread of its own (fold/thread.ts), ready before the first request.
   // A thread that cannot start fails the stage's passes, which report it and retry.
   const foldThread = config.role === 'api' ? null : foldThreadFor(ctx, config.databaseUrl, storage.db);
   await foldThread?.start().catch(() => undefined);
+  // TALLY_ROLE=api leaves folding, deliveries, e-mail and digests to `tally worker` processes. The
+  // stage is made before the app (whose /metrics counts its failed passes) and starts after it.
+  const fold =
+    config.role === 'api'
+      ? null
+      : new FoldStage(ctx, {
+          ...(foldThread ? { runPass: (pass) => foldThread.run(pass) } : {}),
+          // Once per distinct failure: the stage retries with a growing wait, and every failed
+          // pass counts in /metrics (tally_fold_errors_total).
+          onError: (error) => log('error', 'folding stage: a pass failed; retrying with backoff', error),
+          onRecover: (failures) =>
+            log('warn', `folding stage: folding again after ${failures} failed passes`),
+        });
+  // Local tracking wakes an idle stage at once rather than at its next poll.
+  const stopWaking = fold
+    ? onTrackCommitted({ db: storage.db, storage }, () => fold.wake())
+    : () => undefined;
   if (config.role !== 'worker') {
-    app = await buildApp({ storage, config, clock, rateLimiter });
+    app = await buildApp({ storage, config, clock, rateLimiter, fold });
     await app.listen({ host: config.host, port: config.port });
   }
 
-  // TALLY_ROLE=api leaves folding, deliveries, e-mail and digests to `tally worker` processes.
   let worker: DeliveryWorker | null = null;
-  let fold: FoldStage | null = null;
   let otlpSweeper: HeldSpanSweeper | null = null;
   if (config.role !== 'api') {
-    fold = foldStageFor(ctx, {
-      ...(foldThread ? { runPass: (pass) => foldThread.run(pass) } : {}),
-      // Once per distinct failure: the stage retries with a growing wait, and every failed
-      // pass counts in /metrics (tally_fold_errors_total).
-      onError: (error) => log('error', 'folding stage: a pass failed; retrying with backoff', error),
-      onRecover: (failures) => log('warn', `folding stage: folding again after ${failures} failed passes`),
-    });
-    fold.start();
+    fold?.start();
     worker = new DeliveryWorker(ctx, {
       onError: (error, what) => log('error', `webhook worker: ${what} failed`, error),
     });
@@ -136,6 +145,7 @@ export async function startService(configured: Config, clock: Clock = systemCloc
           clearTimeout(deadline);
         }
       }
+      stopWaking();
       if (fold) await fold.stop();
       if (foldThread) await foldThread.close();
       if (worker) await worker.stop();

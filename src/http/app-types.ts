@@ -8,13 +8,16 @@ import type { Authenticated } from '../orgs/authenticator.js';
 import type { Storage } from '../storage/db.js';
 import type { RateLimiter } from './rate-limit.js';
 import type { Metrics } from './metrics.js';
-import type { IngestGate } from '../tracking/ingest-gate.js';
+import type { IngestGate } from '../fold/ingest-gate.js';
+import type { FoldStage } from '../fold/stage.js';
 
 export interface AppDeps {
   storage: Storage;
   config: Config;
   clock: Clock;
   rateLimiter: RateLimiter;
+  /** This process's folding stage, when it runs one: /metrics counts its failed passes. */
+  fold?: FoldStage | null;
 }
 
 export type RateClass = 'track' | 'other' | 'none';

@@ -1,11 +1,11 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
-/** The folding stage's tail as /metrics reads it (fold.ts TailMeter, with the service's clock). */
+/** The folding stage's tail as /metrics reads it (fold/tail-meter.ts TailMeter, with the service's clock). */
 export interface FoldTail {
   events: number;
   /** Seconds since the first event of the tail (in commit order) was received; 0 when it is empty. */
   lagSeconds: number;
-  /** Days whose week or month rows the folding stage has still to build (fold.ts closingDays). */
+  /** Days whose week or month rows the folding stage has still to build (fold/tail.ts closingDays). */
   closingDays: number;
 }
 

@@ -1,6 +1,6 @@
 import type { OrgCtx } from '../context.js';
 import { inTransaction, trackDb, type DbOrTrx } from '../storage/db.js';
-import { afterTrack } from '../tracking/fold.js';
+import { announceCommitted } from '../tracking/track.js';
 import { draftRun, type RunDraft } from './draft.js';
 import { heldSpansOf, holdSpans, markTracesDone, releaseSpans } from './held.js';
 import { cachedRules } from './rule-store.js';
@@ -208,7 +208,7 @@ export async function ingestSpans({
     release();
   }
   if (ctx.engine !== 'postgres') await recordUnresolved(ctx.db, ctx.org.id, receivedAt, settled.unresolved);
-  // The folding stage derives rollups, usage and webhook messages from the committed events.
-  if (settled.result.tracked > 0) await afterTrack(ctx);
+  // Whoever derives from the events (the folding stage) hears of them as from any track call.
+  if (settled.result.tracked > 0) await announceCommitted(ctx);
   return settled.result;
 }

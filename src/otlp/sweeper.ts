@@ -15,7 +15,7 @@ import { lockTraces, traceQueueOf, withRetries } from './trace-locks.js';
 import { trackRunsIn } from './track-runs.js';
 import { forgetUnresolvedBefore, recordUnresolved } from './unresolved.js';
 import { inTransaction, trackDb, type DbOrTrx } from '../storage/db.js';
-import { afterTrack } from '../tracking/fold.js';
+import { announceCommitted } from '../tracking/track.js';
 
 /** Names of the service-wide totals in otlp_counters (metrics.ts shows them). */
 export const COUNTERS = {
@@ -71,7 +71,7 @@ export async function sweepHeldSpans(ctx: ServiceCtx): Promise<SweepResult> {
     // Another process settled this trace meanwhile: it counted it.
     if (swept === null) continue;
     if (ctx.engine !== 'postgres') await recordUnresolved(ctx.db, orgId, new Date(now), swept.unresolved);
-    if (swept.tracked > 0) await afterTrack(orgCtx);
+    if (swept.tracked > 0) await announceCommitted(orgCtx);
     result.tracked += swept.tracked;
     result.droppedTraces += swept.counts[COUNTERS.droppedTraces] ?? 0;
     result.droppedSpans += swept.counts[COUNTERS.droppedSpans] ?? 0;

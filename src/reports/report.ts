@@ -75,7 +75,7 @@ export function toReportRow(groupBy: readonly Dimension[], row: readonly unknown
 /**
  * The organisation's first event's occurred_at: the first row of its index, not MIN(), which
  * PostgreSQL may plan as an aggregate over all of them when its statistics are older than a
- * backfill (fold-rollups.ts firstDayRow).
+ * backfill (fold/rollups.ts firstDayRow).
  */
 async function earliestEvent(ctx: OrgCtx): Promise<number | null> {
   const row = await ctx.db

@@ -46,7 +46,7 @@ export type Bucket = 'day' | 'week' | 'month';
 /**
  * The parts of the folding stage (DESIGN §11): each folds the rollups of its grains behind a
  * watermark of its own (its row of `fold_state`), under an advisory lock of its own, so that on
- * PostgreSQL a backlog folds on two connections at once (fold.ts foldBacklog), while a report
+ * PostgreSQL a backlog folds on two connections at once (fold/backlog.ts foldBacklog), while a report
  * reads the part of its one grain. The first part also writes usage and the webhook messages,
  * and its row is the one usage reads. The split balances a random backfill (200,000 events over
  * 89 days, on PostgreSQL: part 1's rollups took 10.8–11.0 s, part 2's 10.6–11.3 s, all of them
@@ -156,8 +156,8 @@ const GRAIN_ENTRIES = (Object.entries(GRAINS) as Array<[Grain, readonly Keyed[]]
  * likewise until each day ends (monthsThroughAt). `coarseThrough`, kept in `fold_state`, is the
  * first day of the week (cut at month ends) that the stage last saw begin: every week that ends
  * by then has complete rows; the stage builds a week's rows from its days' when it passes its end
- * (fold-rollups.ts closeWeeks), and back-dated events fold into closed weeks as they come, except
- * a backlog's, which moves `coarseThrough` back before its days until it is folded (fold.ts
+ * (fold/rollups.ts closeWeeks), and back-dated events fold into closed weeks as they come, except
+ * a backlog's, which moves `coarseThrough` back before its days until it is folded (fold/plan.ts
  * planPart). Reports read a week row only when its week is closed (plan.ts).
  */
 export function coarseThroughAt(nowMs: number): number {
@@ -173,9 +173,9 @@ export function coarseThroughAt(nowMs: number): number {
  * days, which made reports by two or three keys up to 2.3× slower; leaving only today to its day
  * rows costs a report reading this month one day of rows more. `monthsThrough`, kept in
  * `fold_state`, is the first day whose events the month rows do not hold: when the stage sees a
- * day end it adds that day's rows to its month's (fold-rollups.ts closeMonthDays), and
+ * day end it adds that day's rows to its month's (fold/rollups.ts closeMonthDays), and
  * back-dated events fold into the month rows of the days before it as they come (a backlog moves
- * it back instead, fold.ts planPart). Reports read
+ * it back instead, fold/plan.ts planPart). Reports read
  * the month of `monthsThrough` as its rows plus the day rows from `monthsThrough` on (plan.ts).
  */
 export function monthsThroughAt(nowMs: number): number {

@@ -48,7 +48,7 @@ function connectionsOf(ctx: OnStorage): Connections | undefined {
 
 /**
  * The database to read on: a SQLite file's read connection, which never waits for the write
- * connection (a folding pass holds that for up to seconds, fold-thread.ts); `ctx.db` otherwise.
+ * connection (a folding pass holds that for up to seconds, fold/thread.ts); `ctx.db` otherwise.
  * Only for reads: the read connection refuses any write.
  */
 export function readDb(ctx: OnStorage): DbOrTrx {

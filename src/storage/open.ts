@@ -12,7 +12,7 @@ export interface OpenOptions {
   /**
    * SQLite file: the write connection alone, without the checkpoint thread and the read
    * connection, which the process that opened the file first already runs (the folding thread,
-   * tracking/fold-thread.ts).
+   * fold/thread.ts).
    */
   connectionOnly?: boolean;
   /**

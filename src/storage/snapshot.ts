@@ -3,7 +3,7 @@ import { LAST_RESULT } from './query-modes.js';
 import type { DbOrTrx, Engine } from './types.js';
 import type { Database } from './schema.js';
 
-/** A position in commit order (fold.ts): xid8 as text on PostgreSQL, a number on SQLite. */
+/** A position in commit order (fold/stage.ts): xid8 as text on PostgreSQL, a number on SQLite. */
 export type IngestSeq = string | number;
 
 /**

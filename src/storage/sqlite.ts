@@ -60,7 +60,7 @@ export function openSqlite(path: string, timeouts: DatabaseTimeouts, connectionO
   });
   // A third connection for track batches (tracking/batcher.ts). They write the events file
   // only, so they commit while a folding pass holds the main file's write lock; on the first
-  // connection they would queue behind the pass, which holds that connection (fold-thread.ts).
+  // connection they would queue behind the pass, which holds that connection (fold/thread.ts).
   const trackDatabase = new SQLite(path);
   trackDatabase.pragma(`busy_timeout = ${timeouts.busyTimeoutMs}`);
   trackDatabase.pragma('cache_size = -65536');

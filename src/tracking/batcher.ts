@@ -1,5 +1,6 @@
 import { PostgresAdapter } from 'kysely';
 import { isUnavailableError, type Db } from '../storage/db.js';
+import { CommitListeners } from './commit-listeners.js';
 import type { TrackJob, TrackResult } from './job.js';
 import { EVENTS_PER_WRITE, KnownAgents } from './event-writes.js';
 import { processBatch } from './pipeline.js';
@@ -34,6 +35,8 @@ export class TrackBatcher {
   private inFlight = 0;
   /** The agents of the events this batcher committed (event-writes.ts). */
   private readonly knownAgents = new KnownAgents();
+  /** Told of each call whose event committed, before the call answers. */
+  readonly committed = new CommitListeners();
 
   private readonly postgres: boolean;
 
@@ -44,11 +47,14 @@ export class TrackBatcher {
     this.postgres = db.getExecutor().adapter instanceof PostgresAdapter;
   }
 
-  submit(job: TrackJob): Promise<TrackResult> {
-    return new Promise<TrackResult>((resolve, reject) => {
+  /** Resolves once the job's event committed and the commit listeners are done. */
+  async submit(job: TrackJob): Promise<TrackResult> {
+    const result = await new Promise<TrackResult>((resolve, reject) => {
       this.queue.push({ job, resolve, reject });
       this.schedule();
     });
+    if (!result.replayed) await this.committed.notify();
+    return result;
   }
 
   /** Starts a batch on the next turn of the event loop, so calls arriving together share it. */

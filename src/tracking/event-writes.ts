@@ -10,7 +10,7 @@ export const EVENTS_PER_WRITE = 500;
 /**
  * Writes new events with the agents seen for the first time (DESIGN §4, §11). Nothing else: the
  * report rollups, the usage counts and the webhook messages are derived from the stored events
- * by the folding stage (fold.ts), so the request writes one row per event whatever the number
+ * by the folding stage (DESIGN §11), so the request writes one row per event whatever the number
  * of report grains or webhooks. On PostgreSQL each chunk is one statement (the events and the
  * agents in data-modifying CTEs) and every event takes its transaction's id as `ingest_seq`;
  * on SQLite, one writer at a time, the events are numbered after the largest `ingest_seq`

@@ -87,7 +87,7 @@ export function registerTrackingRoutes(app: FastifyInstance): void {
       if (granted < 1)
         throw new AppError('rate_limited', 'Too many requests for this API key; retry in a second.');
       const ctx = orgCtx(app, request);
-      // A backfill goes at the pace the folding stage folds it (ingest-gate.ts).
+      // A backfill goes at the pace the folding stage folds it (the ingest gate, app.ingestGate).
       const heldMs = (await app.ingestGate?.admit()) ?? 0;
       if (heldMs > 0) {
         app.metrics.ingestHeldBatches.inc();

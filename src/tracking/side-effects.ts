@@ -15,7 +15,7 @@ export interface EventCreated {
 /**
  * What must happen with new events in their own transaction, before the 201. Nothing by
  * default: the webhook messages, report rollups and usage counts are derived from the stored
- * events by the folding stage (fold.ts, DESIGN §11), so the request writes no row per webhook
+ * events by the folding stage (DESIGN §11), so the request writes no row per webhook
  * or report grain. `db` is the open transaction; `created` holds the batch's new events in
  * order. A feature that must decide something before the 201 adds its call here.
  */

@@ -83,7 +83,7 @@ export interface NewEventMessage {
  * each with a pending delivery per webhook subscribed to its type when it was committed
  * (`subscribers`, read once per pass), in a few multi-row inserts with `db`. Each message is
  * dated at its event's receipt. The folding stage calls it in the transaction that advances its
- * watermark (fold.ts), so each message is written exactly once.
+ * watermark (src/fold/), so each message is written exactly once.
  */
 export async function enqueueNewEventMessages(
   db: DbOrTrx,

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { seqRange } from '../reports/fold-rollups.js';
+import { seqRange } from '../fold/rollups.js';
 import type { DbOrTrx, Engine } from '../storage/db.js';
 import type { IngestSeq } from '../storage/snapshot.js';
 import type { MessageType } from './event-types.js';

@@ -7,6 +7,7 @@ import type { OrgCtx, ServiceCtx } from '../../src/context.js';
 import { createOrganization } from '../../src/orgs/organizations.js';
 import { openStorage, type Storage } from '../../src/storage/db.js';
 import { createTestStorage, ENGINES, type TestStorage } from '../support/engines.js';
+import { foldOnCommit } from '../support/fold-inline.js';
 import { seed } from '../reports/seed.js';
 import { updatePlanningSettings } from '../../src/settings/planning-settings.js';
 
@@ -36,8 +37,9 @@ describe.each(ENGINES)('alerts from two schedulers on one database (%s)', (engin
   });
 
   it('sends each threshold of each budget once', async () => {
-    const config = loadConfig({ TALLY_LOG_LEVEL: 'silent', TALLY_FOLD_INLINE: 'true' });
+    const config = loadConfig({ TALLY_LOG_LEVEL: 'silent' });
     const a: ServiceCtx = { db: storage.db, engine, clock, config, storage };
+    const stopFolding = foldOnCommit(a);
     const b: ServiceCtx = { db: second.db, engine, clock, config, storage: second };
     const orgs: OrgCtx[] = [];
     for (let i = 0; i < ORGS; i++) {
@@ -88,5 +90,6 @@ describe.each(ENGINES)('alerts from two schedulers on one database (%s)', (engin
     expect(messages.map((m) => m.id).sort()).toEqual(alerts.map((x) => x.message_id).sort());
     const emails = await storage.db.selectFrom('emails').select(['to_address']).execute();
     expect(emails).toHaveLength(alerts.length);
+    stopFolding();
   }, 120_000);
 });

@@ -12,7 +12,7 @@ import { cookieOf, ORIGIN } from './support.js';
 
 /**
  * On a SQLite file a folding pass holds the write connection for up to seconds
- * (tracking/fold-thread.ts). Pages and API reads read on the read connection, so they answer
+ * (fold/thread.ts). Pages and API reads read on the read connection, so they answer
  * meanwhile (SQLite only: PostgreSQL has a pool, and a database in memory has one connection).
  */
 describe('reads while the write connection is held (sqlite file)', () => {
@@ -24,7 +24,7 @@ describe('reads while the write connection is held (sqlite file)', () => {
   beforeAll(async () => {
     storage = openStorage(`sqlite:${tempFile('tally-held-', 'db.sqlite')}`);
     await migrateToLatest(storage.db);
-    const config = { ...loadConfig({ TALLY_LOG_LEVEL: 'silent' }), foldInline: false };
+    const config = loadConfig({ TALLY_LOG_LEVEL: 'silent' });
     const clock = new ManualClock('2026-11-20T12:00:00.000Z');
     const ctx = { db: storage.db, engine: storage.engine, clock, config, storage };
     ({ api_key: apiKey } = await createOrganization({ ctx, input: { name: 'Held', plan: 'enterprise' } }));

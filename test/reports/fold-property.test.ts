@@ -16,7 +16,7 @@ import {
 } from '../../src/reports/rollups.js';
 import type { Db } from '../../src/storage/db.js';
 import { readFoldState } from '../../src/storage/snapshot.js';
-import { foldOnce } from '../../src/tracking/fold.js';
+import { foldOnce } from '../../src/fold/pass.js';
 import { ENGINES } from '../support/engines.js';
 import { createHarness, pausedStageOptions, type Harness } from '../support/harness.js';
 import { DAY, expectedRows, NOW, PERIODS, type Dim, windowFrom } from './reference.js';
@@ -44,7 +44,7 @@ const monthlyArb = fc
 
 /**
  * Reopens the days from `from` on: takes their day rows out of their months' rows and sets
- * `months_through` back to `from` (the inverse of closeMonthDays in fold-rollups.ts), so that
+ * `months_through` back to `from` (the inverse of closeMonthDays in fold/rollups.ts), so that
  * every run starts from a different point of the month rows, as the week rows do. Each fold part
  * keeps its own `months_through` (rollups.ts FOLD_PARTS).
  */
@@ -109,7 +109,7 @@ describe.each(ENGINES)('reports at random fold points (%s)', (engine) => {
             // and a report reads the part of its grain.
             parts: fc.constantFrom<Array<readonly FoldPartId[] | undefined>>(undefined, [1], [2]),
             // Week and month rows folded as the events come, or left to the day rows of the
-            // events' days until the passes close them again, a step each (fold.ts planPart).
+            // events' days until the passes close them again, a step each (fold/plan.ts planPart).
             defer: fc.constantFrom<Array<boolean | 'auto'>>('auto', true),
             // The folding stage's clock, days before NOW: the weeks that ended by then get their
             // week rows (rollups.ts coarseThroughAt).
@@ -149,7 +149,7 @@ describe.each(ENGINES)('reports at random fold points (%s)', (engine) => {
             if (step.fold === 'all') await foldOnce(h.ctx, { sqlFrom, parts, defer });
           }
           // Then, or not, the passes that close every week and day (after a deferred backlog,
-          // a step each: fold.ts CLOSE_DAYS).
+          // a step each: fold/plan.ts CLOSE_DAYS).
           if (settle) {
             h.clock.set(new Date(NOW));
             for (let pass = 0; (await foldOnce(h.ctx, { defer: false })).more; pass++)

@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hours } from '../../src/dashboard/format.js';
 import { GROUP_KEY, type Dimension } from '../../src/reports/params.js';
 import type { EventRow } from '../../src/storage/schema.js';
-import { foldOnce, tailState } from '../../src/tracking/fold.js';
+import { foldOnce } from '../../src/fold/pass.js';
+import { tailState } from '../../src/fold/tail.js';
 import { digestPayload } from '../../src/webhooks/digest-payload.js';
 import { createWebhook } from '../../src/webhooks/subscriptions.js';
 import { session } from '../dashboard/support.js';
@@ -23,7 +24,7 @@ const DAY = 86_400_000;
 // Both days lie inside every window below and are whole days in it (answered from rollups).
 const BIG_DAY = Date.parse('2026-11-18T10:00:00.000Z');
 const OTHER_DAY = Date.parse('2026-11-17T10:00:00.000Z');
-const PAUSED = { TALLY_FOLD_INLINE: 'false', TALLY_WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' };
+const PAUSED = { foldInline: false, env: { TALLY_WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' } };
 const TWO_53 = 2n ** 53n;
 /** The relative error README "Limits" allows beyond 2^53 micro-units (n additions × 3e-16; n < 3,000 here). */
 const RELATIVE = 1e-12;
@@ -134,7 +135,7 @@ describe.each(ENGINES)('sums beyond 64-bit integers (%s)', (engine) => {
       now: new Date(NOW).toISOString(),
       rateLimiter: unlimited,
       plan: 'enterprise',
-      env: PAUSED,
+      ...PAUSED,
     });
     big = await h.createOrg({ plan: 'enterprise', hourlyRate: 1_000_000 });
     small = await h.createOrg({ plan: 'pro' });

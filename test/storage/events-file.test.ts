@@ -10,12 +10,13 @@ import { migrateToLatest, openStorage, type Db, type Storage } from '../../src/s
 import { EVENTS_FILE_TABLES, moveToEventsFile } from '../../src/storage/events-file.js';
 import { migrations } from '../../src/storage/migrations/index.js';
 import { inSnapshot, readFoldState } from '../../src/storage/snapshot.js';
-import { foldOnce, tailState } from '../../src/tracking/fold.js';
+import { foldOnce } from '../../src/fold/pass.js';
+import { tailState } from '../../src/fold/tail.js';
 import { trackEvent } from '../../src/tracking/track.js';
 import { createWebhook } from '../../src/webhooks/subscriptions.js';
 import { createTestStorage, ENGINES } from '../support/engines.js';
 import { tempFile } from '../support/temp.js';
-import { expectFoldedOnce } from '../tracking/folded-once.js';
+import { expectFoldedOnce } from '../fold/folded-once.js';
 import { TEST_SECRET_KEY } from '../support/secret-key.js';
 
 /**
@@ -54,10 +55,7 @@ async function rowsOf(db: Db, schema: 'main' | 'ingest', table: string): Promise
 
 /** A service context on `storage` (folding left to the test, on a fixed clock) and a new organisation's. */
 async function orgOn(storage: Storage, env: Record<string, string> = {}) {
-  const config = {
-    ...loadConfig({ TALLY_LOG_LEVEL: 'silent', TALLY_SECRET_KEY: TEST_SECRET_KEY, ...env }),
-    foldInline: false,
-  };
+  const config = loadConfig({ TALLY_LOG_LEVEL: 'silent', TALLY_SECRET_KEY: TEST_SECRET_KEY, ...env });
   const ctx = {
     db: storage.db,
     storage,

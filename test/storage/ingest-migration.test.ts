@@ -15,6 +15,7 @@ import { trackEvent } from '../../src/tracking/track.js';
 import { lcg } from '../reports/seed.js';
 import { openBeforeMigration } from '../support/before-migration.js';
 import { ENGINES } from '../support/engines.js';
+import { foldOnCommit } from '../support/fold-inline.js';
 
 const NOW = Date.parse('2026-11-20T12:00:00.000Z');
 const DAY = 86_400_000;
@@ -155,8 +156,9 @@ describe.each(ENGINES)('migration 0010 on a database with data (%s)', (engine) =
     expect(coarseThrough).toBeLessThanOrEqual(coarseThroughAt(Date.now()));
 
     const clock = new ManualClock(new Date(NOW).toISOString());
-    const config = loadConfig({ TALLY_LOG_LEVEL: 'silent', TALLY_FOLD_INLINE: 'true' });
+    const config = loadConfig({ TALLY_LOG_LEVEL: 'silent' });
     const service: ServiceCtx = { db: storage.db, engine, clock, config, storage };
+    const stopFolding = foldOnCommit(service);
     const created = await createOrganization({ ctx: service, input: { name: 'Old', plan: 'pro' } });
     const org = await getOrganization({ ctx: service, id: created.org.id });
     // The organisation whose data the old code wrote.
@@ -198,5 +200,6 @@ describe.each(ENGINES)('migration 0010 on a database with data (%s)', (engine) =
     const old = new Set(before.deliveries.map((d) => d.id));
     expect(after.deliveries.filter((d) => old.has(d.id))).toEqual(before.deliveries);
     expect(after.deliveries.filter((d) => !old.has(d.id))).toHaveLength(1);
+    stopFolding();
   });
 });

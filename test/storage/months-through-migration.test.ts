@@ -1,13 +1,13 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeMonthDays } from '../../src/reports/fold-rollups.js';
+import { closeMonthDays } from '../../src/fold/rollups.js';
 import { migrateToLatest } from '../../src/storage/db.js';
 import { readFoldState } from '../../src/storage/snapshot.js';
 import type { OrgCtx } from '../../src/context.js';
 import { lcg, seed, type SeedEvent } from '../reports/seed.js';
 import { ENGINES } from '../support/engines.js';
 import { createHarness, pausedStageOptions, type Harness } from '../support/harness.js';
-import { expectExact, foldAll } from '../tracking/derived.js';
+import { expectExact, foldAll } from '../fold/derived.js';
 
 const NOW = Date.parse('2026-11-20T12:00:00.000Z');
 const DAY = 86_400_000;

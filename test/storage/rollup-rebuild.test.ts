@@ -8,7 +8,7 @@ import * as rollupFewerRows from '../../src/storage/migrations/2026_11_24_0012_r
 import { SUM_COLUMNS } from '../../src/reports/rollups.js';
 import type { Db } from '../../src/storage/db.js';
 import { readFoldState } from '../../src/storage/snapshot.js';
-import { foldOnce } from '../../src/tracking/fold.js';
+import { foldOnce } from '../../src/fold/pass.js';
 import { lcg, seed, type SeedEvent } from '../reports/seed.js';
 import { unlimited } from '../reports/unlimited.js';
 import { ENGINES } from '../support/engines.js';

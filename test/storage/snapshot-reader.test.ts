@@ -8,7 +8,8 @@ import type { ReportInput } from '../../src/reports/params.js';
 import { buildReport } from '../../src/reports/report.js';
 import { LAST_RESULT, readDb } from '../../src/storage/db.js';
 import { inSnapshot, readFoldState } from '../../src/storage/snapshot.js';
-import { foldOnce, tailState } from '../../src/tracking/fold.js';
+import { foldOnce } from '../../src/fold/pass.js';
+import { tailState } from '../../src/fold/tail.js';
 import { trackEvent } from '../../src/tracking/track.js';
 import { createTestStorage, ENGINES, type TestStorage } from '../support/engines.js';
 import { settled, TIMED_OUT } from '../support/settled.js';
@@ -37,7 +38,7 @@ describe.each(ENGINES)('snapshot reads beside the writes (%s)', (engine) => {
       engine,
       engine === 'sqlite' ? { file: tempFile('tally-reader-', 'db.sqlite') } : {},
     );
-    const config = { ...loadConfig({ TALLY_LOG_LEVEL: 'silent' }), foldInline: false };
+    const config = loadConfig({ TALLY_LOG_LEVEL: 'silent' });
     ctx = { db: storage.db, engine, clock: new ManualClock('2026-11-20T12:00:00.000Z'), config, storage };
     const created = await createOrganization({ ctx, input: { name: 'Reader', plan: 'enterprise' } });
     org = { ...ctx, org: await getOrganization({ ctx, id: created.org.id }), actorKeyId: null };

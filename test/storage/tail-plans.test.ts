@@ -16,12 +16,15 @@ import { parseGroupBy, type ReportInput } from '../../src/reports/params.js';
 import { buildReport, streamReport } from '../../src/reports/report.js';
 import { DAY_MS } from '../../src/reports/rollups.js';
 import type { Db, Engine } from '../../src/storage/db.js';
-import { TailMeter, foldBacklog, foldLag, foldOnce } from '../../src/tracking/fold.js';
+import { foldBacklog } from '../../src/fold/backlog.js';
+import { foldOnce } from '../../src/fold/pass.js';
+import { foldLag } from '../../src/fold/tail.js';
+import { TailMeter } from '../../src/fold/tail-meter.js';
 import { trackEvent } from '../../src/tracking/track.js';
 import { createWebhook } from '../../src/webhooks/subscriptions.js';
 import { ENGINES } from '../support/engines.js';
 import { createHarness, type Harness } from '../support/harness.js';
-import { PAUSED } from '../tracking/derived.js';
+import { PAUSED } from '../fold/derived.js';
 
 const NOW = Date.parse('2026-11-20T12:00:00.000Z');
 /**
@@ -188,7 +191,7 @@ describe.each(ENGINES)('every read of the tail seeks the watermark (%s)', (engin
   }
 
   beforeAll(async () => {
-    h = await createHarness(engine, { now: new Date(NOW).toISOString(), env: PAUSED });
+    h = await createHarness(engine, { now: new Date(NOW).toISOString(), ...PAUSED });
     org = await h.orgCtx();
     const db = h.ctx.db as Db;
     // Folded history, as bulk rows (the planners see only the table): positions as tracking

@@ -4,7 +4,7 @@ import { migrateToLatest } from '../../src/storage/db.js';
 import { recordFailedDelivery } from '../../src/webhooks/health.js';
 import { ENGINES } from '../support/engines.js';
 import { createHarness, pausedStageOptions, type Harness } from '../support/harness.js';
-import { foldAll } from '../tracking/derived.js';
+import { foldAll } from '../fold/derived.js';
 
 const NOW = Date.parse('2026-11-20T12:00:00.000Z');
 const MIGRATION = '2026_11_27_0017_webhook_subscription_versions';

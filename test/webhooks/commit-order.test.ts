@@ -6,7 +6,8 @@ import { loadConfig } from '../../src/config.js';
 import type { OrgCtx, ServiceCtx } from '../../src/context.js';
 import { createOrganization, getOrganization } from '../../src/orgs/organizations.js';
 import type { DbOrTrx } from '../../src/storage/db.js';
-import { foldOnce, tailState, type FoldOptions } from '../../src/tracking/fold.js';
+import { foldOnce, type FoldOptions } from '../../src/fold/pass.js';
+import { tailState } from '../../src/fold/tail.js';
 import { trackEvent } from '../../src/tracking/track.js';
 import { recordFailedDelivery } from '../../src/webhooks/health.js';
 import { commitPointOf, committedBefore } from '../../src/webhooks/subscribers.js';
@@ -428,10 +429,7 @@ describe('a webhook change between two passes of a SQLite file', () => {
   it('events committed during a pass and folded after a webhook was created are not sent to it', async () => {
     const storage = await createTestStorage('sqlite', { file: tempFile('tally-commit-order-', 'two.db') });
     try {
-      const config = {
-        ...loadConfig({ TALLY_LOG_LEVEL: 'silent', TALLY_SECRET_KEY: TEST_SECRET_KEY }),
-        foldInline: false,
-      };
+      const config = loadConfig({ TALLY_LOG_LEVEL: 'silent', TALLY_SECRET_KEY: TEST_SECRET_KEY });
       const ctx: ServiceCtx = {
         db: storage.db,
         storage,

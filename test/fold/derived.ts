@@ -2,7 +2,8 @@ import { sql } from 'kysely';
 import { expect } from 'vitest';
 import { getUsage } from '../../src/billing/usage.js';
 import type { OrgCtx, ServiceCtx } from '../../src/context.js';
-import { foldOnce, tailState } from '../../src/tracking/fold.js';
+import { foldOnce } from '../../src/fold/pass.js';
+import { tailState } from '../../src/fold/tail.js';
 import type { Dimension, ReportInput } from '../../src/reports/params.js';
 import { buildReport } from '../../src/reports/report.js';
 import { eventView } from '../../src/tracking/events.js';
@@ -12,10 +13,13 @@ import { DAY_MS, SUMS, SUM_COLUMNS, foldPartOf, rollupDeltas, sumColumn } from '
 import type { DbOrTrx } from '../../src/storage/db.js';
 import { createWebhook } from '../../src/webhooks/subscriptions.js';
 import { lcg, type SeedEvent } from '../reports/seed.js';
-import type { Harness } from '../support/harness.js';
+import type { Harness, HarnessOptions } from '../support/harness.js';
 
-/** The harness's environment for tests that fold by hand, with webhooks to a local address. */
-export const PAUSED = { TALLY_FOLD_INLINE: 'false', TALLY_WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' };
+/** The harness's options for tests that fold by hand, with webhooks to a local address. */
+export const PAUSED = {
+  foldInline: false,
+  env: { TALLY_WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' },
+} satisfies HarnessOptions;
 
 /** `n` seeded random events, back-dated up to 80 days from `now`, and up to a day ahead. */
 export function randomEvents(seedValue: number, n: number, now: number): SeedEvent[] {

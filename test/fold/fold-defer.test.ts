@@ -3,7 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { OrgCtx } from '../../src/context.js';
 import { FOLD_PART_IDS, coarseThroughAt, monthsThroughAt } from '../../src/reports/rollups.js';
 import { readFoldState, type FoldState } from '../../src/storage/snapshot.js';
-import { TailMeter, foldOnce, tailState, type FoldOptions } from '../../src/tracking/fold.js';
+import { foldOnce, type FoldOptions } from '../../src/fold/pass.js';
+import { tailState } from '../../src/fold/tail.js';
+import { TailMeter } from '../../src/fold/tail-meter.js';
 import { seed } from '../reports/seed.js';
 import { unlimited } from '../reports/unlimited.js';
 import { ENGINES } from '../support/engines.js';
@@ -47,7 +49,7 @@ async function coarseRows(ctx: OrgCtx): Promise<number> {
 
 /**
  * A pass of a backlog whose events reach into closed weeks and days leaves their week and month
- * rows to their day rows (fold.ts planPart, DEFER_FROM), and the passes after the backlog build
+ * rows to their day rows (fold/plan.ts planPart, DEFER_FROM), and the passes after the backlog build
  * them from the day rows, a step at a time (CLOSE_DAYS). Reports stay exact at every pass.
  */
 describe.each(ENGINES)('a back-dated backlog folds into day rows first (%s)', (engine) => {
@@ -56,7 +58,7 @@ describe.each(ENGINES)('a back-dated backlog folds into day rows first (%s)', (e
     h = await createHarness(engine, {
       now: new Date(NOW).toISOString(),
       rateLimiter: unlimited,
-      env: PAUSED,
+      ...PAUSED,
     });
     await foldAll(h.ctx);
   });

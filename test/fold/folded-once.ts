@@ -1,6 +1,6 @@
 import { expect } from 'vitest';
 import type { DbOrTrx, Engine } from '../../src/storage/db.js';
-import { tailState } from '../../src/tracking/fold.js';
+import { tailState } from '../../src/fold/tail.js';
 import { derived, rollupsAndEvents } from './derived.js';
 
 function tally(values: readonly string[]): Map<string, number> {

@@ -4,7 +4,10 @@ import type { OrgCtx } from '../../src/context.js';
 import { FOLD_PART_IDS, FOLD_PARTS, GRAINS, foldPartOf, type Grain } from '../../src/reports/rollups.js';
 import { migrateToLatest } from '../../src/storage/db.js';
 import { readFoldState } from '../../src/storage/snapshot.js';
-import { FoldStage, foldLockClass, foldOnce, tailState } from '../../src/tracking/fold.js';
+import { foldOnce } from '../../src/fold/pass.js';
+import { foldLockClass } from '../../src/fold/plan.js';
+import { FoldStage } from '../../src/fold/stage.js';
+import { tailState } from '../../src/fold/tail.js';
 import { seed } from '../reports/seed.js';
 import { ENGINES } from '../support/engines.js';
 import { createHarness, type Harness } from '../support/harness.js';
@@ -57,7 +60,7 @@ describe.each(ENGINES)('fold parts with their own watermarks (%s)', (engine) => 
     h = await createHarness(engine, {
       now: new Date(NOW).toISOString(),
       rateLimiter: unlimited,
-      env: PAUSED,
+      ...PAUSED,
     });
   });
   afterAll(async () => h.close());

@@ -17,7 +17,7 @@ const engine = 'postgres';
 const AGENTS = Array.from({ length: 12 }, (_, i) => `agent-${i}`);
 
 /**
- * Issue 14: two `tally serve` processes (API, folding stage and delivery worker each) on one
+ * Two `tally serve` processes (API, folding stage and delivery worker each) on one
  * PostgreSQL schema, loaded at once over HTTP. Every acknowledged event is stored once, folded
  * once into the rollups and usage, and has its webhook messages written once, whichever process
  * tracked or folded it.
@@ -64,8 +64,7 @@ describe.skipIf(!ENGINES.includes(engine))('two API processes and two folders on
       TALLY_DATABASE_URL: `${db.url}&application_name=${name}`,
       TALLY_PLANS_FILE: plansFile,
       TALLY_WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
-      // Not TALLY_FOLD_INLINE (childEnv passes no TALLY_ setting of ours): each process folds
-      // in the background, as in production, and the two stages race.
+      // Each process folds in the background, as in production, and the two stages race.
     });
     served.push(child);
     return child;

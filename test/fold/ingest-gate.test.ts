@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, ConfigError } from '../../src/config.js';
-import { foldLag, foldOnce, tailState } from '../../src/tracking/fold.js';
-import { IngestGate, INGEST_GATE_TIMING } from '../../src/tracking/ingest-gate.js';
+import { foldOnce } from '../../src/fold/pass.js';
+import { foldLag, tailState } from '../../src/fold/tail.js';
+import { IngestGate, INGEST_GATE_TIMING } from '../../src/fold/ingest-gate.js';
 import { unlimited } from '../reports/unlimited.js';
 import { ENGINES, createTestStorage } from '../support/engines.js';
 import { createHarness, type Harness } from '../support/harness.js';
@@ -40,7 +41,7 @@ async function foldEverything(h: Harness): Promise<void> {
 }
 
 /**
- * TALLY_INGEST_MAX_LAG_SECONDS (tracking/ingest-gate.ts): a batch admitted while the folding
+ * TALLY_INGEST_MAX_LAG_SECONDS (fold/ingest-gate.ts): a batch admitted while the folding
  * stage is further behind waits until the stage is back within it, then is stored as usual.
  */
 describe.each(ENGINES)('backfill batches wait for the folding stage (%s)', (engine) => {
@@ -49,7 +50,8 @@ describe.each(ENGINES)('backfill batches wait for the folding stage (%s)', (engi
     h = await createHarness(engine, {
       now: new Date(NOW).toISOString(),
       rateLimiter: unlimited,
-      env: { ...PAUSED, TALLY_INGEST_MAX_LAG_SECONDS: '10' },
+      ...PAUSED,
+      env: { ...PAUSED.env, TALLY_INGEST_MAX_LAG_SECONDS: '10' },
     });
   });
   afterAll(async () => h.close());
@@ -101,7 +103,8 @@ describe.each(ENGINES)('the ingest gate itself (%s)', (engine) => {
     h = await createHarness(engine, {
       now: new Date(NOW).toISOString(),
       rateLimiter: unlimited,
-      env: { ...PAUSED, TALLY_INGEST_MAX_LAG_SECONDS: '0' },
+      ...PAUSED,
+      env: { ...PAUSED.env, TALLY_INGEST_MAX_LAG_SECONDS: '0' },
     });
     const res = await h.request({ method: 'POST', url: '/v1/track/batch', payload: { events: [event(0)] } });
     expect(res.statusCode).toBe(207);

@@ -2,10 +2,10 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { systemClock } from '../clock.js';
 import type { Config } from '../config.js';
 import { openStorage } from '../storage/db.js';
-import { foldOnce, type FoldResult } from './fold.js';
+import { foldOnce, type FoldResult } from './pass.js';
 
 /**
- * The folding thread of a SQLite file (fold-thread.ts): folds one pass per message on a write
+ * The folding thread of a SQLite file (thread.ts): folds one pass per message on a write
  * connection of its own, while the main thread holds its own write connection idle for it.
  */
 export interface PassRequest {
@@ -19,7 +19,7 @@ const { url, config } = workerData as { url: string; config: Config };
 const storage = openStorage(url, { timeouts: config.database, connectionOnly: true });
 const ctx = { db: storage.db, engine: storage.engine, clock: systemClock, config };
 const port = parentPort;
-if (port === null) throw new Error('fold-worker.ts runs as a worker thread');
+if (port === null) throw new Error('thread-worker.ts runs as a worker thread');
 
 port.on('message', (request: PassRequest | 'close') => {
   if (request === 'close') {

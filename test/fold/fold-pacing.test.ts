@@ -3,10 +3,11 @@ import { systemClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import type { ServiceCtx } from '../../src/context.js';
 import type { Db, Engine } from '../../src/storage/db.js';
-import { FoldStage, type FoldResult } from '../../src/tracking/fold.js';
+import type { FoldResult } from '../../src/fold/pass.js';
+import { FoldStage } from '../../src/fold/stage.js';
 
 /**
- * How long the folding stage waits between passes that emptied the tail (fold.ts): on SQLite at
+ * How long the folding stage waits between passes that emptied the tail (fold/stage.ts): on SQLite at
  * least as long as the last pass took (tracking waits behind a pass: one writer), on PostgreSQL
  * idlePollMs whatever the pass took. The passes here are the stage's own seam (runPass): each
  * folds a few events and takes PASS_MS (long enough that a busy machine cannot make a

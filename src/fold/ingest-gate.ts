@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-/** What the gate reads of the folding stage (fold.ts foldLag). */
+/** What the gate reads of the folding stage (tail.ts foldLag). */
 export interface FoldLagReading {
   /** The age of the next event to fold, by the service's clock; 0 when the stage has caught up. */
   lagMs: number;

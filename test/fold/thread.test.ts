@@ -5,8 +5,10 @@ import { loadConfig } from '../../src/config.js';
 import type { OrgCtx, ServiceCtx } from '../../src/context.js';
 import { createOrganization, getOrganization } from '../../src/orgs/organizations.js';
 import { isUnavailableError } from '../../src/storage/db.js';
-import { FoldStage, tailState, type FoldResult } from '../../src/tracking/fold.js';
-import { foldThreadFor, type FoldThread } from '../../src/tracking/fold-thread.js';
+import type { FoldResult } from '../../src/fold/pass.js';
+import { FoldStage } from '../../src/fold/stage.js';
+import { tailState } from '../../src/fold/tail.js';
+import { foldThreadFor, type FoldThread } from '../../src/fold/thread.js';
 import { trackEvent } from '../../src/tracking/track.js';
 import { createWebhook } from '../../src/webhooks/subscriptions.js';
 import { createTestStorage, type TestStorage } from '../support/engines.js';
@@ -15,7 +17,7 @@ import { expectFoldedOnce } from './folded-once.js';
 import { TEST_SECRET_KEY } from '../support/secret-key.js';
 
 /**
- * The folding thread of a SQLite file (fold-thread.ts): SQLite only, since PostgreSQL folds in
+ * The folding thread of a SQLite file (fold/thread.ts): SQLite only, since PostgreSQL folds in
  * its own server process and a database in memory cannot be opened by a second connection.
  */
 describe('the folding thread of a SQLite file', () => {

@@ -7,7 +7,11 @@ import { createOrganization, getOrganization } from '../../src/orgs/organization
 import { coarseThroughAt, monthsThroughAt } from '../../src/reports/rollups.js';
 import { readFoldState } from '../../src/storage/snapshot.js';
 import { openStorage } from '../../src/storage/db.js';
-import { FoldStage, PARALLEL_FROM, TailMeter, foldOnce, tailState } from '../../src/tracking/fold.js';
+import { PARALLEL_FROM } from '../../src/fold/backlog.js';
+import { foldOnce } from '../../src/fold/pass.js';
+import { FoldStage } from '../../src/fold/stage.js';
+import { tailState } from '../../src/fold/tail.js';
+import { TailMeter } from '../../src/fold/tail-meter.js';
 import { trackEvent } from '../../src/tracking/track.js';
 import { createWebhook } from '../../src/webhooks/subscriptions.js';
 import { seed, type SeedEvent } from '../reports/seed.js';
@@ -63,7 +67,7 @@ describe.each(ENGINES)('the folding stage (%s)', (engine) => {
     h = await createHarness(engine, {
       now: new Date(NOW).toISOString(),
       rateLimiter: unlimited,
-      env: PAUSED,
+      ...PAUSED,
     });
   });
   afterAll(async () => h.close());
@@ -410,7 +414,7 @@ describe.each(ENGINES)('the folding stage (%s)', (engine) => {
     await expectExact(ctx);
 
     // Wednesday 2 December: the weeks to 1 December and the days to 1 December have ended;
-    // passes with no events close them from their days' rows, a step each (fold.ts CLOSE_DAYS):
+    // passes with no events close them from their days' rows, a step each (fold/plan.ts CLOSE_DAYS):
     // a week, and a week of days from the first with rows; reports are exact in between.
     h.clock.set(new Date(at('2026-12-02')));
     expect(await tailState(h.ctx.db, h.ctx.engine)).toMatchObject({ events: 0 });
@@ -477,7 +481,7 @@ describe.each(ENGINES)('two folding stages racing, while tracking goes on (%s)',
   // On PostgreSQL also with every tail a backlog, so that the stages fold the parts at once
   // (foldBacklog), each part under its own lock. Then with back-dated events and every pass a
   // backlog that leaves its week and month rows to the day rows, which the stages close again as
-  // they race (fold.ts planPart).
+  // they race (fold/plan.ts planPart).
   const racing = [
     { parallelFrom: PARALLEL_FROM, deferFrom: undefined },
     ...(engine === 'postgres' ? [{ parallelFrom: 1, deferFrom: undefined }] : []),

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { firstDayRow } from '../../src/reports/fold-rollups.js';
+import { firstDayRow } from '../../src/fold/rollups.js';
 import { SUM_COLUMNS } from '../../src/reports/rollups.js';
 import type { DbOrTrx } from '../../src/storage/db.js';
 import { ENGINES } from '../support/engines.js';
@@ -23,7 +23,7 @@ async function keyEntriesRead(db: DbOrTrx): Promise<number> {
 
 /**
  * The passes that close a backlog's weeks and days start at the first day with day rows
- * (fold.ts planPart, fold-rollups.ts firstDayRow). PostgreSQL planned MIN(day) as an aggregate
+ * (fold/plan.ts planPart, fold/rollups.ts firstDayRow). PostgreSQL planned MIN(day) as an aggregate
  * over every row after `from` when the rollups' statistics were older than the backfill: each
  * such pass read 100,000 and more of bench:ingest's rollup rows per grain.
  */

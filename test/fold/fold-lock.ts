@@ -2,7 +2,7 @@ import pg from 'pg';
 
 /**
  * The first key of the advisory lock the folding stage holds for its pass (FOLD_LOCK in
- * src/tracking/fold.ts; the second is its schema's hash: the sessions' names tell them apart).
+ * src/fold/plan.ts; the second is its schema's hash: the sessions' names tell them apart).
  */
 const FOLD_LOCK_CLASS = 7311002;
 

@@ -11,18 +11,18 @@ import {
   hasCoarseBuckets,
   type Bucket,
   type Grain,
-} from './rollups.js';
+} from '../reports/rollups.js';
 
 /**
  * The folding stage's rollup step (DESIGN §11): adds the events with `from <= ingest_seq < to`
  * to the report rollups in the database itself, one INSERT … SELECT … GROUP BY … ON CONFLICT
  * per grain and bucket, instead of building each event's rollup rows in the service and sending
  * them back (a backfill's events rarely share their two- and three-key rows, ~14 per event).
- * The rows are the ones rollupDeltas (rollups.ts) builds with the same `coarseThrough` and
+ * The rows are the ones rollupDeltas (reports/rollups.ts) builds with the same `coarseThrough` and
  * `monthsThrough`: day rows, week rows of closed weeks and month rows of closed days only; the
- * rollup tests compare the two. `grains`: those of one fold part (rollups.ts FOLD_PARTS), or all.
+ * rollup tests compare the two. `grains`: those of one fold part (reports/rollups.ts FOLD_PARTS), or all.
  * `firstDay`, when known, is the earliest day of the events: a week or month statement that no
- * event of it reaches (a pass whose weeks and days are left to their day rows, fold.ts
+ * event of it reaches (a pass whose weeks and days are left to their day rows, plan.ts
  * planPart) is not run.
  */
 export async function foldRollups(
@@ -62,7 +62,7 @@ export async function foldRollups(
 }
 
 /**
- * Closes the weeks that end between two values of `coarseThrough` (rollups.ts coarseThroughAt),
+ * Closes the weeks that end between two values of `coarseThrough` (reports/rollups.ts coarseThroughAt),
  * in the folding stage's transaction before it folds with the new value: their rows are built
  * from their days' rows, replacing any row they had (written before weeks were kept this way:
  * migration 0013).
@@ -83,7 +83,7 @@ export async function closeWeeks(
 }
 
 /**
- * Closes the days between two values of `monthsThrough` (rollups.ts monthsThroughAt), in the
+ * Closes the days between two values of `monthsThrough` (reports/rollups.ts monthsThroughAt), in the
  * folding stage's transaction before it folds with the new value: their rows, which hold the
  * events folded so far, are added to their months' rows.
  */
@@ -105,7 +105,7 @@ export async function closeMonthDays(
 /**
  * Takes the month rows of the months from `monthsFrom` (a month's first day) on out of the
  * rollups of `grains`, so that `months_through` can be set back to it: a pass then leaves the
- * days from there on to their day rows (fold.ts planPart), and closeMonthDays builds the months
+ * days from there on to their day rows (plan.ts planPart), and closeMonthDays builds the months
  * again from their days as the stage closes them.
  */
 export async function reopenMonths(db: DbOrTrx, monthsFrom: number, grains: readonly Grain[]): Promise<void> {
@@ -249,7 +249,7 @@ const SUM_VALUES: Record<Engine, RawBuilder<unknown>> = {
 
 /**
  * The first epoch day of the bucket of an epoch day, by default an event's (bucketAround in
- * rollups.ts, in SQL); `day` may be a rollup row's, to build its week (closeWeeks).
+ * reports/rollups.ts, in SQL); `day` may be a rollup row's, to build its week (closeWeeks).
  */
 function bucketStart(
   engine: Engine,

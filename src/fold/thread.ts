@@ -4,12 +4,12 @@ import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { ServiceCtx } from '../context.js';
 import type { Db } from '../storage/db.js';
-import type { FoldOptions, FoldResult } from './fold.js';
-import type { PassReply, PassRequest } from './fold-worker.js';
+import type { FoldOptions, FoldResult } from './pass.js';
+import type { PassReply, PassRequest } from './thread-worker.js';
 
 const require = createRequire(import.meta.url);
 
-/** The thread's first script: tsx when running from the sources, then fold-worker. */
+/** The thread's first script: tsx when running from the sources, then thread-worker. */
 const WORKER_BOOT = `
   const { workerData } = require('node:worker_threads');
   (async () => {
@@ -32,7 +32,7 @@ export class FoldThreadError extends Error {
 }
 
 /**
- * The folding stage's passes on a SQLite file, run in a thread of its own (fold-worker.ts) on a
+ * The folding stage's passes on a SQLite file, run in a thread of its own (thread-worker.ts) on a
  * second write connection. better-sqlite3 runs every statement on the thread that calls it, so
  * a pass in the main thread kept tracking's JSON parsing, validation and HTTP work waiting for
  * the pass's SQL, on one core; in a thread, the two run side by side.
@@ -109,10 +109,10 @@ export class FoldThread {
    */
   start(): Promise<void> {
     if (this.ready !== null) return this.ready;
-    // From dist the thread runs the compiled fold-worker.js; from the sources (tests, tsx) it
+    // From dist the thread runs the compiled thread-worker.js; from the sources (tests, tsx) it
     // registers tsx first (a worker does not inherit the loader of `--import tsx`).
     const sources = import.meta.url.endsWith('.ts');
-    const entry = new URL(sources ? './fold-worker.ts' : './fold-worker.js', import.meta.url).href;
+    const entry = new URL(sources ? './thread-worker.ts' : './thread-worker.js', import.meta.url).href;
     const worker = new Worker(WORKER_BOOT, {
       eval: true,
       workerData: {
