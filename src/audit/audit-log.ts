@@ -47,6 +47,7 @@ export async function recordAudit(ctx: OrgCtx, entry: AuditEntry): Promise<void>
       before: entry.before === undefined || entry.before === null ? null : JSON.stringify(entry.before),
       after: entry.after === undefined || entry.after === null ? null : JSON.stringify(entry.after),
       reason: entry.reason ?? null,
+      actor_account_id: null,
     })
     .execute();
 }

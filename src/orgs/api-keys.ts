@@ -74,6 +74,7 @@ export async function createApiKey({
       revoked_at: null,
       scope,
       last_used_at: null,
+      created_by_account_id: null,
     };
     await ctx.db.insertInto('api_keys').values(row).execute();
     return { key: keyView(row), api_key: apiKey };

@@ -28,6 +28,8 @@ export interface ApiKeysTable {
   /** `admin` | `ingest` (DESIGN §3). */
   scope: string;
   last_used_at: number | null;
+  /** The person who created the key (migration 0080); null for keys made by the CLI or before. */
+  created_by_account_id: string | null;
 }
 
 export interface TaskTypeOverridesTable {
@@ -61,6 +63,8 @@ export interface AuditLogTable {
   before: string | null;
   after: string | null;
   reason: string | null;
+  /** The person who acted (migration 0080): from the dashboard, or the creator of the API key. */
+  actor_account_id: string | null;
 }
 
 export interface EventsTable {
@@ -377,6 +381,114 @@ export interface ReportEmailRunsTable {
   created_at: number;
 }
 
+/** A person (src/accounts/), identified by a lower-cased e-mail. */
+export interface AccountsTable {
+  id: string;
+  email: string;
+  name: string | null;
+  /** scrypt (src/accounts/passwords.ts); null: no password (single sign-on only, or not set yet). */
+  password_hash: string | null;
+  password_changed_at: number | null;
+  disabled_at: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface MembershipsTable {
+  org_id: string;
+  account_id: string;
+  /** owner | admin | analyst (src/accounts/roles.ts). */
+  role: string;
+  created_at: number;
+  updated_at: number;
+}
+
+/** A person's dashboard session; `id` is the SHA-256 (hex) of the cookie's token. */
+export interface AccountSessionsTable {
+  id: string;
+  account_id: string;
+  /** The organisation the session is looking at (switchable among the person's memberships). */
+  org_id: string;
+  csrf_token: string;
+  flash: string | null;
+  /** How it was opened: password | sso | invitation | first_owner | reset. */
+  method: string;
+  user_agent: string | null;
+  ip: string | null;
+  created_at: number;
+  last_seen_at: number;
+}
+
+/** A single-use token; `id` is the SHA-256 (hex) of the token sent. */
+export interface AccountTokensTable {
+  id: string;
+  /** password_reset | first_owner */
+  kind: string;
+  account_id: string | null;
+  org_id: string | null;
+  email: string | null;
+  created_at: number;
+  expires_at: number;
+  used_at: number | null;
+}
+
+export interface InvitationsTable {
+  id: string;
+  org_id: string;
+  email: string;
+  role: string;
+  /** SHA-256 (hex) of the link's token. */
+  token_hash: string;
+  invited_by_account_id: string | null;
+  invited_by_key_id: string | null;
+  sent_count: number;
+  last_sent_at: number | null;
+  created_at: number;
+  expires_at: number;
+  accepted_at: number | null;
+  accepted_account_id: string | null;
+  revoked_at: number | null;
+}
+
+/** Failed sign-ins per subject (`account:<id>` or `ip:<address>`), for growing delays. */
+export interface SignInThrottleTable {
+  subject: string;
+  failures: number;
+  last_failed_at: number;
+  blocked_until: number;
+}
+
+/** An organisation's OpenID Connect single sign-on (Enterprise). */
+export interface SsoConnectionsTable {
+  org_id: string;
+  issuer: string;
+  client_id: string;
+  /** Sealed like webhook secrets (crypto/secret-box.ts). */
+  client_secret: string;
+  secret_key_id: string | null;
+  /** JSON array of lower-case domains. */
+  allowed_domains: string;
+  /** The role given to a person provisioned at first sign-in. */
+  default_role: string;
+  /** 1: members may still sign in with a password; 0: single sign-on only. */
+  passwords_allowed: number;
+  enabled: number;
+  created_at: number;
+  updated_at: number;
+}
+
+/** An OpenID Connect sign-in in flight: state (hashed), PKCE verifier and nonce, used once. */
+export interface SsoLoginsTable {
+  state_hash: string;
+  org_id: string;
+  code_verifier: string;
+  nonce: string;
+  return_to: string | null;
+  created_at: number;
+  expires_at: number;
+  used_at: number | null;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   api_keys: ApiKeysTable;
@@ -404,6 +516,14 @@ export interface Database {
   report_schedules: ReportSchedulesTable;
   report_recipients: ReportRecipientsTable;
   report_email_runs: ReportEmailRunsTable;
+  accounts: AccountsTable;
+  memberships: MembershipsTable;
+  account_sessions: AccountSessionsTable;
+  account_tokens: AccountTokensTable;
+  invitations: InvitationsTable;
+  sign_in_throttle: SignInThrottleTable;
+  sso_connections: SsoConnectionsTable;
+  sso_logins: SsoLoginsTable;
 }
 
 export type OrganizationRow = Selectable<OrganizationsTable>;
@@ -421,3 +541,7 @@ export type EmailRow = Selectable<EmailsTable>;
 export type BudgetRow = Selectable<BudgetsTable>;
 export type FixedCostRow = Selectable<FixedCostsTable>;
 export type ReportScheduleRow = Selectable<ReportSchedulesTable>;
+export type AccountRow = Selectable<AccountsTable>;
+export type MembershipRow = Selectable<MembershipsTable>;
+export type InvitationRow = Selectable<InvitationsTable>;
+export type SsoConnectionRow = Selectable<SsoConnectionsTable>;
