@@ -48,9 +48,3 @@ export function monthsBetween(from: number, to: number): string[] {
   }
   return months;
 }
-
-/** "October 2026" */
-export function monthName(month: string): string {
-  const { from } = monthRange(month);
-  return new Date(from).toLocaleString('en-GB', { month: 'long', year: 'numeric', timeZone: 'UTC' });
-}
