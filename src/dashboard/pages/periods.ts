@@ -82,7 +82,7 @@ function figuresTable(
   currency: string,
 ): SafeHtml {
   return html`<div class="table-wrap">
-    <table id="${id}">
+    <table id="${id}" class="figures">
       <caption>
         ${caption}
       </caption>
@@ -135,7 +135,7 @@ function changesSection(changes: PeriodChanges): SafeHtml {
     ${changes.entries.length === 0
       ? ''
       : html`<div class="table-wrap">
-          <table id="changes-entries">
+          <table id="changes-entries" class="figures">
             <caption>
               Entries${changes.entries_truncated ? ' (the first 1,000)' : ''}
             </caption>
@@ -144,9 +144,10 @@ function changesSection(changes: PeriodChanges): SafeHtml {
                 <th scope="col">Kind</th>
                 <th scope="col">Recorded</th>
                 <th scope="col">Event</th>
-                <th scope="col">Agent</th>
-                <th scope="col">Task type</th>
-                ${FIGURE_HEADERS}
+                <th scope="col" class="num">Hours saved</th>
+                <th scope="col" class="num">Cost saved</th>
+                <th scope="col" class="num">Agent cost</th>
+                <th scope="col" class="num">Net saved</th>
               </tr>
             </thead>
             <tbody>
@@ -155,10 +156,16 @@ function changesSection(changes: PeriodChanges): SafeHtml {
                   html`<tr>
                     <td>${e.kind === 'late_event' ? 'Late event' : 'Adjustment'}</td>
                     <td>${dateTime(e.at)}</td>
-                    <td><a href="/dashboard/events/${e.event_id}"><code>${e.event_id}</code></a></td>
-                    <td class="wrap">${e.agent_id}</td>
-                    <td class="wrap">${e.task_type}</td>
-                    ${figureCells(e, c)}
+                    <td class="wrap">
+                      <a href="/dashboard/events/${e.event_id}"><code>${e.event_id}</code></a><br /><span
+                        class="muted"
+                        >${e.agent_id} · ${e.task_type}${e.client_id === null ? '' : ` · ${e.client_id}`}</span
+                      >
+                    </td>
+                    <td class="num">${hours(e.hours_saved)}</td>
+                    <td class="num">${money(e.cost_saved, c)}</td>
+                    <td class="num">${money(e.agent_cost, c)}</td>
+                    <td class="num">${money(e.net_saved, c)}</td>
                   </tr>`,
               )}
             </tbody>
@@ -321,7 +328,7 @@ export function registerPeriodPages(dash: FastifyInstance, app: FastifyInstance)
       const closed = period.status === 'closed';
       return html`${back}
         <section class="statement" aria-labelledby="statement-title">
-          <h2 id="statement-title">Statement of ${monthName(month)}</h2>
+          <h2 id="statement-title">Statement of ${monthName(month)} · ${ctx.org.name}</h2>
           <p>
             ${closed ? html`Closed` : html`Reopened on ${dateTime(period.reopened_at)} (${period.reopen_reason ?? ''}); last closed`}
             on ${dateTime(period.closed_at)}: ${period.reason}.
