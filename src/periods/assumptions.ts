@@ -33,20 +33,20 @@ export async function assumptionsInForce(ctx: OrgCtx, org: Organization, month: 
     baseline_overrides: [...overrides]
       .sort((a, b) => (a.task_key < b.task_key ? -1 : 1))
       .map((o) => ({
-      task_type: o.task_key,
-      baseline_minutes: o.baseline_minutes_override,
-      reason: o.reason,
-      updated_at: new Date(Number(o.updated_at)).toISOString(),
-    })),
+        task_type: o.task_key,
+        baseline_minutes: o.baseline_minutes_override,
+        reason: o.reason,
+        updated_at: new Date(Number(o.updated_at)).toISOString(),
+      })),
     custom_task_types: [...customs]
       .sort((a, b) => (a.key < b.key ? -1 : 1))
       .map((c) => ({
-      task_type: c.key,
-      category: c.category,
-      baseline_minutes: c.default_baseline_minutes,
-      hourly_rate: c.hourly_rate_micros === null ? null : fromMicros(Number(c.hourly_rate_micros)),
-      status: c.status === 'archived' ? 'archived' : 'active',
-    })),
+        task_type: c.key,
+        category: c.category,
+        baseline_minutes: c.default_baseline_minutes,
+        hourly_rate: c.hourly_rate_micros === null ? null : fromMicros(Number(c.hourly_rate_micros)),
+        status: c.status === 'archived' ? 'archived' : 'active',
+      })),
   };
 }
 

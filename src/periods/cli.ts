@@ -82,7 +82,9 @@ export function registerPeriodCommands(program: Command, withCtx: WithCtx): void
     .option(...json, false)
     .action(async (month: string, opts: { org: string; csv: boolean; changes: boolean; json: boolean }) => {
       if (opts.changes) {
-        const changes = await withCtx(async (ctx) => periodChanges({ ctx: await orgCtx(ctx, opts.org), month }));
+        const changes = await withCtx(async (ctx) =>
+          periodChanges({ ctx: await orgCtx(ctx, opts.org), month }),
+        );
         print(opts.json, changes, () => [
           `${month}: statement ${changes.statement_id} closed ${changes.closed_at}`,
           `  statement: ${figures(changes.statement, changes.currency)}`,

@@ -10,7 +10,6 @@ import { assumptionsInForce, type AssumptionsSnapshot } from './assumptions.js';
 import { monthFigures, type MonthFigures } from './figures.js';
 import { MAX_REASON, monthRange } from './months.js';
 
-
 /** A statement as stored and shown: the month's figures frozen at closing, never changed. */
 export interface Statement extends MonthFigures {
   id: string;
@@ -283,7 +282,10 @@ export async function getPeriod({ ctx, month }: { ctx: OrgCtx; month: string }) 
     .where('id', '=', period.statement_id)
     .where('org_id', '=', ctx.org.id)
     .executeTakeFirstOrThrow();
-  return { status: period.status === 'closed' ? ('closed' as const) : ('open' as const), ...statementOf(row) };
+  return {
+    status: period.status === 'closed' ? ('closed' as const) : ('open' as const),
+    ...statementOf(row),
+  };
 }
 
 /** Every statement of the month, newest first: the one in force and those reopened before it. */

@@ -70,12 +70,15 @@ export function registerPeriodRoutes(app: FastifyInstance): void {
         operationId: 'reopenPeriod',
         summary: 'Reopen a closed month; its statement is kept in the history',
         body: ReasonBody,
-        response: { 200: described('The statement that was in force, now reopened', StatementSchema), ...errorResponses },
+        response: {
+          200: described('The statement that was in force, now reopened', StatementSchema),
+          ...errorResponses,
+        },
       },
     },
     async (request) =>
       reopenPeriod({
-        ctx: { ...orgCtx(app, request), keyScope: request.auth?.scope ?? "ingest" },
+        ctx: { ...orgCtx(app, request), keyScope: request.auth?.scope ?? 'ingest' },
         month: request.params.month,
         reason: request.body.reason,
       }),
@@ -140,7 +143,9 @@ export function registerPeriodRoutes(app: FastifyInstance): void {
         response: { 200: described('The statements', StatementListSchema), ...errorResponses },
       },
     },
-    async (request) => ({ data: await listStatements({ ctx: orgCtx(app, request), month: request.params.month }) }),
+    async (request) => ({
+      data: await listStatements({ ctx: orgCtx(app, request), month: request.params.month }),
+    }),
   );
 
   app.get<{ Params: Params }>(
@@ -150,7 +155,8 @@ export function registerPeriodRoutes(app: FastifyInstance): void {
       schema: {
         ...base,
         operationId: 'getPeriodChanges',
-        summary: 'What changed the month since its statement: the live figures, the difference and its entries',
+        summary:
+          'What changed the month since its statement: the live figures, the difference and its entries',
         response: { 200: described('The changes since closing', ChangesSchema), ...errorResponses },
       },
     },

@@ -34,7 +34,13 @@ export const PeriodParams = Type.Object({
 export const ReasonBody = named(
   'PeriodReasonRequest',
   Type.Object(
-    { reason: Type.String({ minLength: 1, maxLength: MAX_REASON, description: 'Why; kept with the audit entry' }) },
+    {
+      reason: Type.String({
+        minLength: 1,
+        maxLength: MAX_REASON,
+        description: 'Why; kept with the audit entry',
+      }),
+    },
     { additionalProperties: false },
   ),
 );
@@ -58,8 +64,7 @@ const statementFields = {
   totals: FiguresSchema,
   ...breakdowns,
   assumptions: Type.Unknown({
-    description:
-      'The assumptions in force at closing: settings, baseline overrides and custom task types',
+    description: 'The assumptions in force at closing: settings, baseline overrides and custom task types',
   }),
 };
 

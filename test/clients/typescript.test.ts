@@ -349,7 +349,10 @@ describe('the TypeScript client against tally serve', () => {
       code: 'validation_error',
       status: 422,
     });
-    expect((await tally.periods.list()).data.map((p) => [p.month, p.status])).toContainEqual(['2024-01', 'closed']);
+    expect((await tally.periods.list()).data.map((p) => [p.month, p.status])).toContainEqual([
+      '2024-01',
+      'closed',
+    ]);
     expect(await tally.periods.get('2024-01')).toEqual(await raw(served, '/v1/periods/2024-01'));
     expect((await tally.periods.changes('2024-01')).entries).toEqual([]);
     expect((await tally.periods.csv('2024-01')).split('\r\n')[0]).toBe(

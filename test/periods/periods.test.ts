@@ -40,6 +40,18 @@ function add(a: Figures, b: Figures): Figures {
   return out;
 }
 
+type Keyed = Figures & Record<string, unknown>;
+interface StatementJson {
+  id: string;
+  totals: Figures;
+  by_agent: Array<Keyed & { agent_id: string | null }>;
+  by_task_type: Array<Keyed & { task_type: string | null }>;
+  by_client: Array<Keyed & { client_id: string | null }>;
+  [key: string]: unknown;
+}
+type ReportJson = { rows: Array<Figures & { group: Record<string, string | null> }> };
+type Listed = { data: Array<Record<string, string | null>> };
+
 function pick(row: Figures): Figures {
   return Object.fromEntries(METRICS.map((m) => [m, row[m]])) as Figures;
 }
@@ -76,14 +88,14 @@ describe.each(ENGINES)('closed months (%s)', (engine) => {
     expect((await call('GET', '/v1/periods/2026-10')).statusCode).toBe(404);
   });
 
-  let statement: Record<string, any>;
+  let statement: StatementJson;
 
   it('closes an ended month and freezes figures equal to the reports', async () => {
     // With only October's events in the last 90 days… and September's one; compare with the
     // report over everything minus September's event through its own report.
     const res = await call('POST', '/v1/periods/2026-10/close', { reason: 'October books' });
     expect(res.statusCode, res.body).toBe(201);
-    statement = res.json();
+    statement = res.json<StatementJson>();
     expect(statement).toMatchObject({
       id: expect.stringMatching(/^pst_[0-9A-Z]{26}$/),
       month: '2026-10',
@@ -108,17 +120,17 @@ describe.each(ENGINES)('closed months (%s)', (engine) => {
     }
     // The figures are the reports' own: the whole history grouped by month, October's row.
     const byMonth = await call('GET', '/v1/reports/time-saved?period=all&group_by=month');
-    const october = byMonth.json().rows.find((r: any) => r.group.month === '2026-10');
-    expect(pick(october)).toEqual(statement.totals);
+    const october = byMonth.json<ReportJson>().rows.find((r) => r.group.month === '2026-10');
+    expect(october && pick(october)).toEqual(statement.totals);
     const byAgentMonth = await call('GET', '/v1/reports/time-saved?period=all&group_by=agent,month');
     const octoberAgents = byAgentMonth
-      .json()
-      .rows.filter((r: any) => r.group.month === '2026-10')
-      .map((r: any) => ({ agent_id: r.group.agent_id, ...pick(r) }));
-    expect(new Set(octoberAgents.map((r: any) => JSON.stringify(r)))).toEqual(
-      new Set(statement.by_agent.map((r: any) => JSON.stringify(r))),
+      .json<ReportJson>()
+      .rows.filter((r) => r.group.month === '2026-10')
+      .map((r) => ({ agent_id: r.group.agent_id, ...pick(r) }));
+    expect(new Set(octoberAgents.map((r) => JSON.stringify(r)))).toEqual(
+      new Set(statement.by_agent.map((r) => JSON.stringify(r))),
     );
-    expect(statement.by_client.map((r: any) => r.client_id).sort()).toEqual(['acme', 'globex', null].sort());
+    expect(statement.by_client.map((r) => r.client_id).sort()).toEqual(['acme', 'globex', null].sort());
     expect(statement.assumptions).toMatchObject({
       month: '2026-10',
       settings: { currency: 'EUR', default_hourly_rate: 50 },
@@ -148,7 +160,11 @@ describe.each(ENGINES)('closed months (%s)', (engine) => {
   it('keeps the statement frozen when a late event arrives, and shows it in the changes', async () => {
     h.clock.advance(60_000);
     const [late] = await seed(await h.orgCtx(org), [
-      event('2026-10-15T12:00:00Z', 'bot-4', { client: 'initech', taskType: 'dev_code_review', agentCost: 3 }),
+      event('2026-10-15T12:00:00Z', 'bot-4', {
+        client: 'initech',
+        taskType: 'dev_code_review',
+        agentCost: 3,
+      }),
     ]);
     const after = await call('GET', '/v1/periods/2026-10');
     expect(after.statusCode).toBe(200);
@@ -168,11 +184,19 @@ describe.each(ENGINES)('closed months (%s)', (engine) => {
     // statement + entries = live, overall and in every breakdown.
     expect(add(changes.statement, changes.entries_total)).toEqual(changes.live.totals);
     expect(changes.difference.totals).toEqual(changes.entries_total);
-    expect(changes.unexplained).toEqual({ events: 0, hours_saved: 0, cost_saved: 0, agent_cost: 0, net_saved: 0 });
+    expect(changes.unexplained).toEqual({
+      events: 0,
+      hours_saved: 0,
+      cost_saved: 0,
+      agent_cost: 0,
+      net_saved: 0,
+    });
     expect(changes.live.totals.events).toBe(6);
     expect(changes.difference.by_agent).toEqual([{ agent_id: 'bot-4', ...pick(changes.entries[0]) }]);
     expect(changes.difference.by_client).toEqual([{ client_id: 'initech', ...pick(changes.entries[0]) }]);
-    expect(changes.difference.by_task_type).toEqual([{ task_type: 'dev_code_review', ...pick(changes.entries[0]) }]);
+    expect(changes.difference.by_task_type).toEqual([
+      { task_type: 'dev_code_review', ...pick(changes.entries[0]) },
+    ]);
   });
 
   it('adds the closed months a report touches, with the live difference', async () => {
@@ -183,7 +207,10 @@ describe.each(ENGINES)('closed months (%s)', (engine) => {
         closed_at: NOW,
         statement_id: statement.id,
         statement: statement.totals,
-        live: add(statement.totals, pick((await call('GET', '/v1/periods/2026-10/changes')).json().entries[0])),
+        live: add(
+          statement.totals,
+          pick((await call('GET', '/v1/periods/2026-10/changes')).json().entries[0]),
+        ),
         difference: expect.objectContaining({ events: 1 }),
       },
     ]);
@@ -194,11 +221,13 @@ describe.each(ENGINES)('closed months (%s)', (engine) => {
   });
 
   it('gives the statement as CSV with the same figures as its JSON', async () => {
-    const json = (await call('GET', '/v1/periods/2026-10')).json();
+    const json = (await call('GET', '/v1/periods/2026-10')).json<StatementJson>();
     const download = await call('GET', '/v1/periods/2026-10/statement.csv');
     expect(download.statusCode).toBe(200);
     expect(download.headers['content-type']).toBe('text/csv; charset=utf-8');
-    expect(download.headers['content-disposition']).toBe('attachment; filename="tally-statement-2026-10.csv"');
+    expect(download.headers['content-disposition']).toBe(
+      'attachment; filename="tally-statement-2026-10.csv"',
+    );
     const viaFormat = await call('GET', '/v1/periods/2026-10?format=csv');
     expect(viaFormat.body).toBe(download.body);
     const [header, ...rows] = parseCsv(download.body);
@@ -207,9 +236,9 @@ describe.each(ENGINES)('closed months (%s)', (engine) => {
       Object.fromEntries(METRICS.map((m, i) => [m, Number(cells[i + 2])])) as Figures;
     const expected = [
       ['total', '', json.totals],
-      ...json.by_agent.map((r: any) => ['agent', r.agent_id ?? '', pick(r)]),
-      ...json.by_task_type.map((r: any) => ['task_type', r.task_type ?? '', pick(r)]),
-      ...json.by_client.map((r: any) => ['client', r.client_id ?? '', pick(r)]),
+      ...json.by_agent.map((r) => ['agent', r.agent_id ?? '', pick(r)]),
+      ...json.by_task_type.map((r) => ['task_type', r.task_type ?? '', pick(r)]),
+      ...json.by_client.map((r) => ['client', r.client_id ?? '', pick(r)]),
     ];
     expect(rows.map((r) => [r[0], r[1], figures(r)])).toEqual(expected);
   });
@@ -240,8 +269,8 @@ describe.each(ENGINES)('closed months (%s)', (engine) => {
     const closed = await call('POST', '/v1/periods/2026-10/close', { reason: 'October books, v2' });
     expect(closed.statusCode, closed.body).toBe(201);
     expect(closed.json().totals.events).toBe(6);
-    const history = (await call('GET', '/v1/periods/2026-10/statements')).json().data;
-    expect(history.map((s: any) => [s.id, s.reason, s.reopen_reason])).toEqual([
+    const history = (await call('GET', '/v1/periods/2026-10/statements')).json<Listed>().data;
+    expect(history.map((s) => [s.id, s.reason, s.reopen_reason])).toEqual([
       [closed.json().id, 'October books, v2', null],
       [statement.id, 'October books', 'late invoice from bot-4'],
     ]);
@@ -249,9 +278,9 @@ describe.each(ENGINES)('closed months (%s)', (engine) => {
     expect(changes.entries).toEqual([]);
     expect(changes.statement).toEqual(changes.live.totals);
 
-    const audit = (await call('GET', '/v1/audit-log')).json().data;
-    const periods = audit.filter((a: any) => a.target === 'period:2026-10');
-    expect(periods.map((a: any) => [a.action, a.reason, a.actor_key_id])).toEqual([
+    const audit = (await call('GET', '/v1/audit-log')).json<Listed>().data;
+    const periods = audit.filter((a) => a.target === 'period:2026-10');
+    expect(periods.map((a) => [a.action, a.reason, a.actor_key_id])).toEqual([
       ['period.closed', 'October books, v2', org.keyId],
       ['period.reopened', 'late invoice from bot-4', org.keyId],
       ['period.closed', 'October books', org.keyId],

@@ -231,8 +231,7 @@ export function registerOverviewPage(dash: FastifyInstance, app: FastifyInstance
         ${PERIOD_LABELS[period]}: <span class="nowrap">${series.meta.range.from.slice(0, 10)}</span> to
         <span class="nowrap">${series.meta.range.to.slice(0, 10)}</span> (UTC)
       </p>
-      ${closedMonths}
-      ${cards} ${planning.body}
+      ${closedMonths} ${cards} ${planning.body}
       <section class="panel">
         <h2>Cost saved and agent cost</h2>
         ${chart}

@@ -44,9 +44,11 @@ export function closedPeriodLines(notes: readonly ClosedPeriodNote[], currency: 
     (n) =>
       html`<p class="banner closed-month">
         <a href="/dashboard/periods/${n.month}">${monthName(n.month)}</a> closed on ${dateTime(n.closed_at)};
-        ${isZero(n.difference)
-          ? html`live figures equal its statement.`
-          : html`live figures differ by ${differenceText(n.difference, currency)}.`}
+        ${
+          isZero(n.difference)
+            ? html`live figures equal its statement.`
+            : html`live figures differ by ${differenceText(n.difference, currency)}.`
+        }
       </p>`,
   )}`;
 }
@@ -108,9 +110,27 @@ function figuresTable(
 function statementTables(s: Statement): SafeHtml {
   const c = s.currency;
   return html`${figuresTable('statement-totals', 'Totals', 'Month', [{ key: monthName(s.month), figures: s.totals }], c)}
-    ${figuresTable('statement-agents', 'By agent', 'Agent', s.by_agent.map((r) => ({ key: r.agent_id, figures: r })), c)}
-    ${figuresTable('statement-task-types', 'By task type', 'Task type', s.by_task_type.map((r) => ({ key: r.task_type, figures: r })), c)}
-    ${figuresTable('statement-clients', 'By client', 'Client', s.by_client.map((r) => ({ key: r.client_id, figures: r })), c)}`;
+  ${figuresTable(
+    'statement-agents',
+    'By agent',
+    'Agent',
+    s.by_agent.map((r) => ({ key: r.agent_id, figures: r })),
+    c,
+  )}
+  ${figuresTable(
+    'statement-task-types',
+    'By task type',
+    'Task type',
+    s.by_task_type.map((r) => ({ key: r.task_type, figures: r })),
+    c,
+  )}
+  ${figuresTable(
+    'statement-clients',
+    'By client',
+    'Client',
+    s.by_client.map((r) => ({ key: r.client_id, figures: r })),
+    c,
+  )}`;
 }
 
 function changesSection(changes: PeriodChanges): SafeHtml {
@@ -122,55 +142,62 @@ function changesSection(changes: PeriodChanges): SafeHtml {
   ];
   return html`<section class="panel no-print" aria-labelledby="changes-title">
     <h2 id="changes-title">What changed since closing</h2>
-    ${isZero(changes.difference.totals)
-      ? html`<p class="muted">Nothing: the live figures equal the statement.</p>`
-      : html`<p>Live figures differ by ${differenceText(changes.difference.totals, c)}.</p>`}
+    ${
+      isZero(changes.difference.totals)
+        ? html`<p class="muted">Nothing: the live figures equal the statement.</p>`
+        : html`<p>Live figures differ by ${differenceText(changes.difference.totals, c)}.</p>`
+    }
     ${figuresTable('changes-sum', 'Statement + entries = live', 'Figures', rows, c)}
-    ${isZero(changes.unexplained)
-      ? ''
-      : html`<p class="muted">
-          Not explained by the entries (events in flight at the moment of closing):
-          ${differenceText(changes.unexplained, c)}.
-        </p>`}
-    ${changes.entries.length === 0
-      ? ''
-      : html`<div class="table-wrap">
-          <table id="changes-entries" class="figures">
-            <caption>
-              Entries${changes.entries_truncated ? ' (the first 1,000)' : ''}
-            </caption>
-            <thead>
-              <tr>
-                <th scope="col">Kind</th>
-                <th scope="col">Recorded</th>
-                <th scope="col">Event</th>
-                <th scope="col" class="num">Hours saved</th>
-                <th scope="col" class="num">Cost saved</th>
-                <th scope="col" class="num">Agent cost</th>
-                <th scope="col" class="num">Net saved</th>
-              </tr>
-            </thead>
-            <tbody>
-              ${changes.entries.map(
-                (e) =>
-                  html`<tr>
-                    <td>${e.kind === 'late_event' ? 'Late event' : 'Adjustment'}</td>
-                    <td>${dateTime(e.at)}</td>
-                    <td class="wrap">
-                      <a href="/dashboard/events/${e.event_id}"><code>${e.event_id}</code></a><br /><span
-                        class="muted"
-                        >${e.agent_id} · ${e.task_type}${e.client_id === null ? '' : ` · ${e.client_id}`}</span
-                      >
-                    </td>
-                    <td class="num">${hours(e.hours_saved)}</td>
-                    <td class="num">${money(e.cost_saved, c)}</td>
-                    <td class="num">${money(e.agent_cost, c)}</td>
-                    <td class="num">${money(e.net_saved, c)}</td>
-                  </tr>`,
-              )}
-            </tbody>
-          </table>
-        </div>`}
+    ${
+      isZero(changes.unexplained)
+        ? ''
+        : html`<p class="muted">
+            Not explained by the entries (events in flight at the moment of closing):
+            ${differenceText(changes.unexplained, c)}.
+          </p>`
+    }
+    ${
+      changes.entries.length === 0
+        ? ''
+        : html`<div class="table-wrap">
+            <table id="changes-entries" class="figures">
+              <caption>
+                Entries${changes.entries_truncated ? ' (the first 1,000)' : ''}
+              </caption>
+              <thead>
+                <tr>
+                  <th scope="col">Kind</th>
+                  <th scope="col">Recorded</th>
+                  <th scope="col">Event</th>
+                  <th scope="col" class="num">Hours saved</th>
+                  <th scope="col" class="num">Cost saved</th>
+                  <th scope="col" class="num">Agent cost</th>
+                  <th scope="col" class="num">Net saved</th>
+                </tr>
+              </thead>
+              <tbody>
+                ${changes.entries.map(
+                  (e) =>
+                    html`<tr>
+                      <td>${e.kind === 'late_event' ? 'Late event' : 'Adjustment'}</td>
+                      <td>${dateTime(e.at)}</td>
+                      <td class="wrap">
+                        <a href="/dashboard/events/${e.event_id}"><code>${e.event_id}</code></a
+                        ><br /><span class="muted"
+                          >${e.agent_id} ·
+                          ${e.task_type}${e.client_id === null ? '' : ` · ${e.client_id}`}</span
+                        >
+                      </td>
+                      <td class="num">${hours(e.hours_saved)}</td>
+                      <td class="num">${money(e.cost_saved, c)}</td>
+                      <td class="num">${money(e.agent_cost, c)}</td>
+                      <td class="num">${money(e.net_saved, c)}</td>
+                    </tr>`,
+                )}
+              </tbody>
+            </table>
+          </div>`
+    }
   </section>`;
 }
 
@@ -238,7 +265,9 @@ async function attempt(
   } catch (error) {
     if (error instanceof AppError && error.status < 500) {
       const detail = error.details?.[0];
-      const message = detail ? `${detail.path.replace(/^\/(body|params)\//, '')} ${detail.message}` : error.message;
+      const message = detail
+        ? `${detail.path.replace(/^\/(body|params)\//, '')} ${detail.message}`
+        : error.message;
       return redirectWithNotice(app, request, reply, back, `Not done: ${message}`);
     }
     throw error;
@@ -263,8 +292,8 @@ export function registerPeriodPages(dash: FastifyInstance, app: FastifyInstance)
       const months = monthsShown(ctx.clock.now().getTime(), periods);
       return html`<p class="muted">
           Close a month once it has ended (UTC) to freeze its statement: its totals by agent, task type and
-          client as they stand, with the assumptions in force. Reports keep including late events; each
-          closed month then shows how far the live figures have moved from its statement, and why.
+          client as they stand, with the assumptions in force. Reports keep including late events; each closed
+          month then shows how far the live figures have moved from its statement, and why.
         </p>
         <div class="table-wrap list">
           <table id="periods-table">
@@ -285,11 +314,17 @@ export function registerPeriodPages(dash: FastifyInstance, app: FastifyInstance)
                 return html`<tr>
                   <td><a href="/dashboard/periods/${m}">${monthName(m)}</a></td>
                   <td>
-                    ${p?.status === 'closed'
-                      ? html`<span class="badge status-active"><span aria-hidden="true">■ </span>Closed</span>`
-                      : p
-                        ? html`<span class="badge status-failing"><span aria-hidden="true">▲ </span>Reopened</span>`
-                        : html`<span class="badge"><span aria-hidden="true">○ </span>Open</span>`}
+                    ${
+                      p?.status === 'closed'
+                        ? html`<span class="badge status-active"
+                            ><span aria-hidden="true">■ </span>Closed</span
+                          >`
+                        : p
+                          ? html`<span class="badge status-failing"
+                              ><span aria-hidden="true">▲ </span>Reopened</span
+                            >`
+                          : html`<span class="badge"><span aria-hidden="true">○ </span>Open</span>`
+                    }
                   </td>
                   <td>${p ? dateTime(p.closed_at) : html`<span class="muted">—</span>`}</td>
                   <td class="wrap">${p?.reopen_reason ?? p?.reason ?? ''}</td>
@@ -316,12 +351,17 @@ export function registerPeriodPages(dash: FastifyInstance, app: FastifyInstance)
       if (history.length === 0) {
         return html`${back}
           <p>${monthName(month)} is open: it has never been closed.</p>
-          ${ended
-            ? html`<section class="panel">
-                <h2>Close ${monthName(month)}</h2>
-                ${reasonForm(`${base}/close`, token, 'Reason', `Close ${monthName(month)}`, 'Freeze the statement of this month as it stands now')}
-              </section>`
-            : html`<p class="muted">It can be closed once it has ended, from ${dateTime(new Date(monthRange(month).to).toISOString())}.</p>`}`;
+          ${
+            ended
+              ? html`<section class="panel">
+                  <h2>Close ${monthName(month)}</h2>
+                  ${reasonForm(`${base}/close`, token, 'Reason', `Close ${monthName(month)}`, 'Freeze the statement of this month as it stands now')}
+                </section>`
+              : html`<p class="muted">
+                  It can be closed once it has ended, from
+                  ${dateTime(new Date(monthRange(month).to).toISOString())}.
+                </p>`
+          }`;
       }
       const period = await getPeriod({ ctx, month });
       const changes = await periodChanges({ ctx, month });
@@ -332,8 +372,10 @@ export function registerPeriodPages(dash: FastifyInstance, app: FastifyInstance)
           <p>
             ${closed ? html`Closed` : html`Reopened on ${dateTime(period.reopened_at)} (${period.reopen_reason ?? ''}); last closed`}
             on ${dateTime(period.closed_at)}: ${period.reason}.
-            <span class="muted">Statement <code>${period.id}</code>, ${period.currency}, UTC month
-              ${period.range.from.slice(0, 10)} to ${period.range.to.slice(0, 10)} (exclusive).</span>
+            <span class="muted"
+              >Statement <code>${period.id}</code>, ${period.currency}, UTC month
+              ${period.range.from.slice(0, 10)} to ${period.range.to.slice(0, 10)} (exclusive).</span
+            >
           </p>
           <p class="no-print">
             <a class="button quiet" href="${base}/statement.csv" download>Download CSV</a>
@@ -343,27 +385,34 @@ export function registerPeriodPages(dash: FastifyInstance, app: FastifyInstance)
         </section>
         ${changesSection(changes)}
         <section class="panel no-print">
-          ${closed
-            ? html`<h2>Reopen ${monthName(month)}</h2>
-                <p class="muted">The statement stays in the history; the month can then be closed again.</p>
-                ${reasonForm(`${base}/reopen`, token, 'Reason', `Reopen ${monthName(month)}`, 'Reopen this closed month (audited)')}`
-            : html`<h2>Close ${monthName(month)} again</h2>
-                ${reasonForm(`${base}/close`, token, 'Reason', `Close ${monthName(month)}`, 'Freeze a new statement of this month as it stands now')}`}
+          ${
+            closed
+              ? html`<h2>Reopen ${monthName(month)}</h2>
+                  <p class="muted">The statement stays in the history; the month can then be closed again.</p>
+                  ${reasonForm(`${base}/reopen`, token, 'Reason', `Reopen ${monthName(month)}`, 'Reopen this closed month (audited)')}`
+              : html`<h2>Close ${monthName(month)} again</h2>
+                  ${reasonForm(`${base}/close`, token, 'Reason', `Close ${monthName(month)}`, 'Freeze a new statement of this month as it stands now')}`
+          }
         </section>
-        ${history.length > 1
-          ? html`<section class="panel no-print">
-              <h2>Earlier statements</h2>
-              <ul>
-                ${history.slice(1).map(
-                  (s) =>
-                    html`<li>
-                      <code>${s.id}</code>: closed ${dateTime(s.closed_at)} (${s.reason}), reopened
-                      ${dateTime(s.reopened_at)} (${s.reopen_reason ?? ''}); ${differenceText(s.totals, s.currency).replaceAll('+', '')}
-                    </li>`,
-                )}
-              </ul>
-            </section>`
-          : ''}`;
+        ${
+          history.length > 1
+            ? html`<section class="panel no-print">
+                <h2>Earlier statements</h2>
+                <ul>
+                  ${history
+                    .slice(1)
+                    .map(
+                      (s) =>
+                        html`<li>
+                          <code>${s.id}</code>: closed ${dateTime(s.closed_at)} (${s.reason}), reopened
+                          ${dateTime(s.reopened_at)} (${s.reopen_reason ?? ''});
+                          ${differenceText(s.totals, s.currency).replaceAll('+', '')}
+                        </li>`,
+                    )}
+                </ul>
+              </section>`
+            : ''
+        }`;
     });
   });
 
