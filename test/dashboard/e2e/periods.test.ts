@@ -199,6 +199,14 @@ describe(
         '2026-11-20 12:03 UTC',
         'October books, second close',
       ]);
+
+      // On a phone the page itself never scrolls sideways (wide tables scroll in their own box).
+      const phone = await e.open({ width: 390, height: 844 });
+      await e.signIn(phone.page);
+      await phone.page.goto('/dashboard/periods/2026-10');
+      const width = await phone.page.evaluate(() => document.documentElement.scrollWidth);
+      expect(width).toBeLessThanOrEqual(390);
+      await phone.page.screenshot({ path: `${DIR}/period-phone.png`, fullPage: true });
       expect(e.problems).toEqual([]);
     });
   },
