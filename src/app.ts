@@ -11,6 +11,7 @@ import { registerDashboard } from './dashboard/routes.js';
 import { registerForecastRoutes } from './forecast/routes.js';
 import { registerOtlpRoutes } from './otlp/routes.js';
 import { registerPaybackRoutes } from './payback/routes.js';
+import { registerPeriodRoutes } from './periods/routes.js';
 import { registerReference } from './reference/routes.js';
 import { registerReportEmailRoutes } from './report-emails/routes.js';
 import { registerUnsubscribe } from './report-emails/unsubscribe.js';
@@ -57,6 +58,7 @@ export async function buildApp(deps: AppDeps, options: ServerOptions = {}): Prom
     registerBudgetRoutes(v1);
     registerPaybackRoutes(v1);
     registerReportEmailRoutes(v1);
+    registerPeriodRoutes(v1);
   });
   await registerDashboard(app);
   registerReference(app);

@@ -12,6 +12,7 @@ import { queueDigestWeekAt } from '../webhooks/digest.js';
 import { resealWebhookSecrets } from '../webhooks/secret-storage.js';
 import { DeliveryWorker } from '../webhooks/worker.js';
 import { registerBudgetCommands } from '../budgets/cli.js';
+import { registerPeriodCommands } from '../periods/cli.js';
 import { print } from './output.js';
 import { registerOtlpCommands } from '../otlp/cli.js';
 
@@ -259,6 +260,7 @@ export function buildCli(): Command {
     .action(() => runUntilSignal({ ...loadConfig(), role: 'worker' }, 'finishing deliveries in flight'));
 
   registerBudgetCommands(program, withCtx);
+  registerPeriodCommands(program, withCtx);
 
   const digests = program.command('digests').description('Weekly digest webhooks');
   digests

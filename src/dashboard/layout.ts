@@ -11,6 +11,7 @@ export const NAV = [
   ['Usage', '/dashboard/usage'],
   ['Settings', '/dashboard/settings'],
   ['OpenTelemetry', '/dashboard/opentelemetry'],
+  ['Periods', '/dashboard/periods'],
 ] as const;
 
 export type Section = (typeof NAV)[number][0];

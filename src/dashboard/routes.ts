@@ -16,6 +16,7 @@ import { registerTaskTypePages } from './pages/task-types.js';
 import { registerUsagePage } from './pages/usage.js';
 import { registerWebhookPages } from './pages/webhooks.js';
 import { registerOpenTelemetryPage } from './pages/opentelemetry.js';
+import { registerPeriodPages } from './pages/periods.js';
 import {
   clearSessionCookie,
   readCookie,
@@ -214,6 +215,7 @@ export async function registerDashboard(app: FastifyInstance): Promise<void> {
       registerUsagePage(dash, app);
       registerSettingsPages(dash, app);
       registerOpenTelemetryPage(dash, app);
+      registerPeriodPages(dash, app);
       registerPaybackPages(dash, app);
       registerBudgetEmailPages(dash, app);
       registerBudgetPages(dash, app);

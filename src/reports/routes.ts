@@ -3,6 +3,7 @@ import { Type } from '@sinclair/typebox';
 import { getUsage } from '../billing/usage.js';
 import { orgCtx } from '../http/app-types.js';
 import { described, errorResponses } from '../http/schemas.js';
+import { withClosedPeriods } from '../periods/notes.js';
 import type { TSchema } from '@sinclair/typebox';
 import { csvText } from './csv.js';
 import { reportInput, type ReportQueryString } from './input.js';
@@ -52,8 +53,9 @@ function groupedRoute(
     },
     async (request, reply) => {
       const input = reportInput(request.query, { sort });
-      const report = await buildReport({ ctx: orgCtx(app, request), input });
-      if (request.query.format !== 'csv') return report;
+      const ctx = orgCtx(app, request);
+      const report = await buildReport({ ctx, input });
+      if (request.query.format !== 'csv') return withClosedPeriods(ctx, report);
       return reply.type(CSV_TYPE).send(await csvText(input.groupBy, report.rows));
     },
   );
@@ -92,9 +94,10 @@ export function registerReportRoutes(app: FastifyInstance): void {
     },
     async (request, reply) => {
       const input = reportInput(request.query, { sort: 'hours_saved', groupBy: ['agent'] });
-      const report = await buildReport({ ctx: orgCtx(app, request), input });
+      const ctx = orgCtx(app, request);
+      const report = await buildReport({ ctx, input });
       const rows = report.rows.map((row, i) => ({ rank: i + 1, ...row }));
-      if (request.query.format !== 'csv') return { ...report, rows };
+      if (request.query.format !== 'csv') return withClosedPeriods(ctx, { ...report, rows });
       const rank = { header: 'rank', cell: (row: (typeof rows)[number]) => row.rank };
       return reply.type(CSV_TYPE).send(await csvText(input.groupBy, rows, [rank]));
     },

@@ -1,5 +1,6 @@
 import { Type, type TProperties } from '@sinclair/typebox';
 import { named } from '../http/schemas.js';
+import { ClosedPeriodNoteSchema } from '../periods/schema.js';
 import { METRICS, PERIODS } from './params.js';
 
 const literals = <T extends string>(values: readonly T[]) => Type.Union(values.map((v) => Type.Literal(v)));
@@ -64,16 +65,23 @@ const Meta = Type.Object({
   total_groups: Type.Integer(),
 });
 
+/** Present when the report's window meets a closed month (docs/periods.md). */
+const closedPeriods = {
+  closed_periods: Type.Optional(Type.Array(ClosedPeriodNoteSchema)),
+};
+
 export const ReportSchema = Type.Object({
   meta: Meta,
   currency: Type.String(),
   rows: Type.Array(Type.Object({ group: Group, ...metricFields })),
+  ...closedPeriods,
 });
 
 export const LeaderboardSchema = Type.Object({
   meta: Meta,
   currency: Type.String(),
   rows: Type.Array(Type.Object({ rank: Type.Integer(), group: Group, ...metricFields })),
+  ...closedPeriods,
 });
 
 export const UsageSchema = Type.Object({

@@ -381,6 +381,31 @@ export interface ReportEmailRunsTable {
   created_at: number;
 }
 
+/** A month an organisation closed (src/periods/): its status and the statement in force. */
+export interface PeriodsTable {
+  org_id: string;
+  /** YYYY-MM, the calendar month in UTC. */
+  month: string;
+  /** `closed` | `open` (reopened). */
+  status: string;
+  statement_id: string;
+  updated_at: number;
+}
+
+/** Every statement frozen when a month was closed; reopening stamps it, nothing else changes it. */
+export interface PeriodStatementsTable {
+  id: string;
+  org_id: string;
+  month: string;
+  closed_at: number;
+  closed_by: string | null;
+  reason: string;
+  statement: string;
+  reopened_at: number | null;
+  reopened_by: string | null;
+  reopen_reason: string | null;
+}
+
 /** A person (src/accounts/), identified by a lower-cased e-mail. */
 export interface AccountsTable {
   id: string;
@@ -516,6 +541,8 @@ export interface Database {
   report_schedules: ReportSchedulesTable;
   report_recipients: ReportRecipientsTable;
   report_email_runs: ReportEmailRunsTable;
+  periods: PeriodsTable;
+  period_statements: PeriodStatementsTable;
   accounts: AccountsTable;
   memberships: MembershipsTable;
   account_sessions: AccountSessionsTable;
@@ -541,6 +568,7 @@ export type EmailRow = Selectable<EmailsTable>;
 export type BudgetRow = Selectable<BudgetsTable>;
 export type FixedCostRow = Selectable<FixedCostsTable>;
 export type ReportScheduleRow = Selectable<ReportSchedulesTable>;
+export type PeriodStatementRow = Selectable<PeriodStatementsTable>;
 export type AccountRow = Selectable<AccountsTable>;
 export type MembershipRow = Selectable<MembershipsTable>;
 export type InvitationRow = Selectable<InvitationsTable>;

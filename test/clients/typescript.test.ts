@@ -342,6 +342,26 @@ describe('the TypeScript client against tally serve', () => {
     expect((await tally.reportSchedules.list()).data).toEqual([]);
   });
 
+  it('closes, reads and reopens a month as the API does', async () => {
+    const closed = await tally.periods.close('2024-01', 'TS books');
+    expect(closed).toMatchObject({ month: '2024-01', reason: 'TS books', totals: { events: 0 } });
+    await expect(tally.periods.close('2024-01', 'again')).rejects.toMatchObject({
+      code: 'validation_error',
+      status: 422,
+    });
+    expect((await tally.periods.list()).data.map((p) => [p.month, p.status])).toContainEqual([
+      '2024-01',
+      'closed',
+    ]);
+    expect(await tally.periods.get('2024-01')).toEqual(await raw(served, '/v1/periods/2024-01'));
+    expect((await tally.periods.changes('2024-01')).entries).toEqual([]);
+    expect((await tally.periods.csv('2024-01')).split('\r\n')[0]).toBe(
+      'dimension,key,events,hours_saved,cost_saved,agent_cost,net_saved',
+    );
+    expect((await tally.periods.reopen('2024-01', 'TS fix')).reopen_reason).toBe('TS fix');
+    expect((await tally.periods.statements('2024-01')).data).toHaveLength(1);
+  });
+
   it('manages task types, settings, webhooks and reads the audit log', async () => {
     const custom = await tally.taskTypes.create({
       key: 'ts_custom',

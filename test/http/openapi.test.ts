@@ -484,6 +484,27 @@ describe('the OpenAPI document', () => {
     expect((await call(oneSchedule, deleteSchedule)).statusCode).toBe(204);
     expect((await call(oneSchedule, deleteSchedule)).statusCode).toBe(404);
 
+    // Closed months
+    h.clock.advance(1000);
+    const close = '/v1/periods/{month}/close';
+    const reopen = '/v1/periods/{month}/reopen';
+    const post = (path: string, url: string, payload: object) => call(path, { method: 'POST', url, payload });
+    expect((await post(close, '/v1/periods/2026-09/close', { reason: 'books' })).statusCode).toBe(201);
+    expect((await post(close, '/v1/periods/2026-09/close', { reason: 'again' })).statusCode).toBe(422);
+    expect((await get('/v1/periods', '/v1/periods')).statusCode).toBe(200);
+    expect((await get('/v1/periods', '/v1/periods', free.apiKey)).statusCode).toBe(403);
+    for (const [path, url] of [
+      ['/v1/periods/{month}', '/v1/periods/2026-09'],
+      ['/v1/periods/{month}/statement.csv', '/v1/periods/2026-09/statement.csv'],
+      ['/v1/periods/{month}/statements', '/v1/periods/2026-09/statements'],
+      ['/v1/periods/{month}/changes', '/v1/periods/2026-09/changes'],
+    ] as const) {
+      expect((await get(path, url)).statusCode).toBe(200);
+      expect((await get(path, url.replace('2026-09', '2026-08'))).statusCode).toBe(404);
+    }
+    expect((await post(reopen, '/v1/periods/2026-09/reopen', { reason: 'fix' })).statusCode).toBe(200);
+    expect((await post(reopen, '/v1/periods/2026-09/reopen', { reason: 'fix' })).statusCode).toBe(422);
+
     // Every operation answered at least one success and one error.
     const seen = checker.seen();
     for (const item of Object.values(doc.paths)) {

@@ -17,6 +17,9 @@ from .types import (
     FixedCostList,
     Forecast,
     Payback,
+    Period,
+    PeriodChanges,
+    PeriodStatement,
     ReportSchedule,
     ReportScheduleList,
     DeliveryList,
@@ -293,6 +296,38 @@ class Tally:
         """Sends the latest due period now to the recipients who have not had it:
         ``{"period": ..., "queued": [...]}``."""
         return cast(Dict[str, Any], self._call("POST", f"/v1/report-schedules/{_seg(schedule_id)}/send"))
+
+    # closed months (docs/periods.md)
+
+    def list_periods(self) -> List[Dict[str, Any]]:
+        """Months ever closed, newest first: ``month``, ``status``, ``closed_at``, ``reason``…"""
+        return cast(List[Dict[str, Any]], self._call("GET", "/v1/periods")["data"])
+
+    def close_period(self, month: str, reason: str) -> PeriodStatement:
+        """Closes ``month`` (``YYYY-MM``, ended in UTC) and freezes its statement."""
+        path = f"/v1/periods/{_seg(month)}/close"
+        return cast(PeriodStatement, self._call("POST", path, body={"reason": reason}, retry="rate_limited"))
+
+    def reopen_period(self, month: str, reason: str) -> PeriodStatement:
+        """Reopens a closed month (admin key); its statement stays in the history."""
+        path = f"/v1/periods/{_seg(month)}/reopen"
+        return cast(PeriodStatement, self._call("POST", path, body={"reason": reason}, retry="rate_limited"))
+
+    def get_period(self, month: str) -> Period:
+        return cast(Period, self._call("GET", f"/v1/periods/{_seg(month)}"))
+
+    def period_statements(self, month: str) -> List[PeriodStatement]:
+        """Every statement of the month, newest first (reopened ones included)."""
+        return cast(List[PeriodStatement], self._call("GET", f"/v1/periods/{_seg(month)}/statements")["data"])
+
+    def period_changes(self, month: str) -> PeriodChanges:
+        """The live figures, their difference from the statement and the entries that make it up."""
+        return cast(PeriodChanges, self._call("GET", f"/v1/periods/{_seg(month)}/changes"))
+
+    def period_statement_csv(self, month: str) -> str:
+        response = self._transport.send("GET", f"/v1/periods/{_seg(month)}/statement.csv",
+                                        headers={"Accept": "text/csv"})
+        return response.text()
 
     # task types
 

@@ -105,16 +105,81 @@ class LeaderboardRow(ReportRow):
     rank: int
 
 
-class Report(TypedDict):
+class PeriodFigures(TypedDict):
+    events: int
+    hours_saved: float
+    cost_saved: float
+    agent_cost: float
+    net_saved: float
+
+
+class ClosedPeriodNote(TypedDict):
+    """A closed month a report's window meets (docs/periods.md)."""
+    month: str
+    closed_at: str
+    statement_id: str
+    statement: PeriodFigures
+    live: PeriodFigures
+    difference: PeriodFigures
+
+
+class _Report(TypedDict):
     meta: ReportMeta
     currency: str
     rows: List[ReportRow]
 
 
-class Leaderboard(TypedDict):
+class Report(_Report, total=False):
+    closed_periods: List[ClosedPeriodNote]
+
+
+class _Leaderboard(TypedDict):
     meta: ReportMeta
     currency: str
     rows: List[LeaderboardRow]
+
+
+class Leaderboard(_Leaderboard, total=False):
+    closed_periods: List[ClosedPeriodNote]
+
+
+class PeriodStatement(TypedDict):
+    """A month's figures frozen when it was closed: totals overall and by agent, task type and client."""
+    id: str
+    month: str
+    currency: str
+    range: Dict[str, str]
+    closed_at: str
+    closed_by: Optional[str]
+    reason: str
+    reopened_at: Optional[str]
+    reopened_by: Optional[str]
+    reopen_reason: Optional[str]
+    totals: PeriodFigures
+    by_agent: List[Dict[str, Any]]
+    by_task_type: List[Dict[str, Any]]
+    by_client: List[Dict[str, Any]]
+    assumptions: Dict[str, Any]
+
+
+class Period(PeriodStatement):
+    status: Literal["open", "closed"]
+
+
+class PeriodChanges(TypedDict):
+    """What changed a closed month since its statement: statement + entries_total = live totals."""
+    month: str
+    status: Literal["open", "closed"]
+    statement_id: str
+    closed_at: str
+    currency: str
+    statement: PeriodFigures
+    live: Dict[str, Any]
+    difference: Dict[str, Any]
+    entries: List[Dict[str, Any]]
+    entries_total: PeriodFigures
+    entries_truncated: bool
+    unexplained: PeriodFigures
 
 
 class Usage(TypedDict):

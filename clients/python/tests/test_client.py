@@ -315,6 +315,23 @@ class BudgetsAndPaybackTest(unittest.TestCase):
         self.assertEqual(self.tally.list_report_schedules()["data"], [])
 
 
+class PeriodsTest(unittest.TestCase):
+    def test_closes_reads_and_reopens_a_month(self) -> None:
+        tally = Tally(api_key=service.api_key, base_url=service.base_url)
+        closed = tally.close_period("2024-02", "Py books")
+        self.assertEqual((closed["month"], closed["reason"], closed["totals"]["events"]), ("2024-02", "Py books", 0))
+        with self.assertRaises(TallyError) as again:
+            tally.close_period("2024-02", "again")
+        self.assertEqual((again.exception.code, again.exception.status), ("validation_error", 422))
+        self.assertIn(("2024-02", "closed"), [(p["month"], p["status"]) for p in tally.list_periods()])
+        self.assertEqual(tally.get_period("2024-02"), service.get("/v1/periods/2024-02"))
+        self.assertEqual(tally.period_changes("2024-02")["entries"], [])
+        header = tally.period_statement_csv("2024-02").split("\r\n")[0]
+        self.assertEqual(header, "dimension,key,events,hours_saved,cost_saved,agent_cost,net_saved")
+        self.assertEqual(tally.reopen_period("2024-02", "Py fix")["reopen_reason"], "Py fix")
+        self.assertEqual(len(tally.period_statements("2024-02")), 1)
+
+
 class WebhookTest(unittest.TestCase):
     def test_verifies_a_real_delivery_and_rejects_tampered_and_stale_ones(self) -> None:
         tally = Tally(api_key=service.api_key, base_url=service.base_url)

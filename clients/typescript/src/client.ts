@@ -392,6 +392,49 @@ export class Tally {
       }),
   };
 
+  // Closed months (docs/periods.md)
+
+  readonly periods = {
+    list: (call?: CallOptions) => this.get<T.PeriodList>('/v1/periods', {}, call),
+    /** The month's status and its statement in force (or the last one, once reopened). */
+    get: (month: string, call?: CallOptions) => this.get<T.Period>(`/v1/periods/${seg(month)}`, {}, call),
+    /** Every statement of the month, newest first. */
+    statements: (month: string, call?: CallOptions) =>
+      this.get<T.PeriodStatementList>(`/v1/periods/${seg(month)}/statements`, {}, call),
+    /** The live figures, their difference from the statement and the entries that make it up. */
+    changes: (month: string, call?: CallOptions) =>
+      this.get<T.PeriodChanges>(`/v1/periods/${seg(month)}/changes`, {}, call),
+    /** The statement as CSV text. */
+    csv: async (month: string, call?: CallOptions) => {
+      const response = await send(this.transport, {
+        method: 'GET',
+        path: `/v1/periods/${seg(month)}/statement.csv`,
+        headers: { accept: 'text/csv' },
+        retry: 'all',
+        signal: call?.signal,
+      });
+      return response.text();
+    },
+    /** Closes a month that has ended (UTC) and freezes its statement. */
+    close: (month: string, reason: string, call?: CallOptions) =>
+      this.request<T.PeriodStatement>({
+        method: 'POST',
+        path: `/v1/periods/${seg(month)}/close`,
+        body: { reason },
+        retry: 'rate_limited',
+        signal: call?.signal,
+      }),
+    /** Reopens a closed month (admin key); its statement stays in the history. */
+    reopen: (month: string, reason: string, call?: CallOptions) =>
+      this.request<T.PeriodStatement>({
+        method: 'POST',
+        path: `/v1/periods/${seg(month)}/reopen`,
+        body: { reason },
+        retry: 'rate_limited',
+        signal: call?.signal,
+      }),
+  };
+
   // Settings and the audit log
 
   readonly settings = {

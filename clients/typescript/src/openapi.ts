@@ -564,6 +564,125 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/v1/periods": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Months ever closed, newest first, with their status and latest closing */
+        get: operations["listPeriods"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/periods/{month}/close": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Close a month that has ended (UTC) and freeze its statement */
+        post: operations["closePeriod"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/periods/{month}/reopen": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Reopen a closed month; its statement is kept in the history */
+        post: operations["reopenPeriod"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/periods/{month}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A month's status and its statement; CSV with format=csv */
+        get: operations["getPeriod"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/periods/{month}/statement.csv": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The month's statement as a CSV download */
+        get: operations["getPeriodStatementCsv"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/periods/{month}/statements": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every statement of the month, newest first (reopened ones included) */
+        get: operations["listPeriodStatements"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/periods/{month}/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What changed the month since its statement: the live figures, the difference and its entries */
+        get: operations["getPeriodChanges"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/traces": {
         parameters: {
             query?: never;
@@ -651,6 +770,15 @@ export type components = {
         };
         /** @enum {string} */
         Category: "support" | "ops" | "sales" | "legal" | "content" | "research" | "data" | "dev";
+        ClosedPeriodNote: {
+            month: string;
+            /** Format: date-time */
+            closed_at: string;
+            statement_id: string;
+            statement: components["schemas"]["PeriodFigures"];
+            live: components["schemas"]["PeriodFigures"];
+            difference: components["schemas"]["PeriodFigures"];
+        };
         CreateBudgetRequest: {
             name: string;
             scope: components["schemas"]["BudgetScope"];
@@ -885,6 +1013,7 @@ export type components = {
             meta: components["schemas"]["ReportMeta"];
             currency: string;
             rows: components["schemas"]["LeaderboardRow"][];
+            closed_periods?: components["schemas"]["ClosedPeriodNote"][];
         };
         LeaderboardRow: {
             rank: number;
@@ -1030,10 +1159,192 @@ export type components = {
                 fte_freed_forecast: number | null;
             };
         };
+        Period: {
+            status: "open" | "closed";
+            id: string;
+            month: string;
+            currency: string;
+            range: {
+                /** Format: date-time */
+                from: string;
+                /** Format: date-time */
+                to: string;
+            };
+            /** Format: date-time */
+            closed_at: string;
+            closed_by: string | null;
+            reason: string;
+            reopened_at: string | null;
+            reopened_by: string | null;
+            reopen_reason: string | null;
+            totals: components["schemas"]["PeriodFigures"];
+            by_agent: {
+                agent_id: string | null;
+                events: number;
+                hours_saved: number;
+                cost_saved: number;
+                agent_cost: number;
+                net_saved: number;
+            }[];
+            by_task_type: {
+                task_type: string | null;
+                events: number;
+                hours_saved: number;
+                cost_saved: number;
+                agent_cost: number;
+                net_saved: number;
+            }[];
+            by_client: {
+                client_id: string | null;
+                events: number;
+                hours_saved: number;
+                cost_saved: number;
+                agent_cost: number;
+                net_saved: number;
+            }[];
+            /** @description The assumptions in force at closing: settings, baseline overrides and custom task types */
+            assumptions: unknown;
+        };
+        PeriodChangeEntry: {
+            kind: "late_event" | "adjustment";
+            id: string;
+            event_id: string;
+            /** Format: date-time */
+            at: string;
+            /** Format: date-time */
+            occurred_at?: string;
+            agent_id: string;
+            task_type: string;
+            client_id: string | null;
+            outcome?: string;
+            cause?: string;
+            events: number;
+            hours_saved: number;
+            cost_saved: number;
+            agent_cost: number;
+            net_saved: number;
+        };
+        PeriodChanges: {
+            month: string;
+            status: "open" | "closed";
+            statement_id: string;
+            /** Format: date-time */
+            closed_at: string;
+            currency: string;
+            statement: components["schemas"]["PeriodFigures"];
+            live: components["schemas"]["PeriodMonthFigures"];
+            difference: components["schemas"]["PeriodMonthFigures"];
+            entries: components["schemas"]["PeriodChangeEntry"][];
+            entries_total: components["schemas"]["PeriodFigures"];
+            entries_truncated: boolean;
+            unexplained: components["schemas"]["PeriodFigures"];
+        };
+        /** @description The report metrics of a set of events (DESIGN §7) */
+        PeriodFigures: {
+            events: number;
+            hours_saved: number;
+            cost_saved: number;
+            agent_cost: number;
+            net_saved: number;
+        };
+        PeriodList: {
+            data: components["schemas"]["PeriodSummary"][];
+        };
+        PeriodMonthFigures: {
+            totals: components["schemas"]["PeriodFigures"];
+            by_agent: {
+                agent_id: string | null;
+                events: number;
+                hours_saved: number;
+                cost_saved: number;
+                agent_cost: number;
+                net_saved: number;
+            }[];
+            by_task_type: {
+                task_type: string | null;
+                events: number;
+                hours_saved: number;
+                cost_saved: number;
+                agent_cost: number;
+                net_saved: number;
+            }[];
+            by_client: {
+                client_id: string | null;
+                events: number;
+                hours_saved: number;
+                cost_saved: number;
+                agent_cost: number;
+                net_saved: number;
+            }[];
+        };
+        PeriodReasonRequest: {
+            /** @description Why; kept with the audit entry */
+            reason: string;
+        };
+        PeriodStatement: {
+            id: string;
+            month: string;
+            currency: string;
+            range: {
+                /** Format: date-time */
+                from: string;
+                /** Format: date-time */
+                to: string;
+            };
+            /** Format: date-time */
+            closed_at: string;
+            closed_by: string | null;
+            reason: string;
+            reopened_at: string | null;
+            reopened_by: string | null;
+            reopen_reason: string | null;
+            totals: components["schemas"]["PeriodFigures"];
+            by_agent: {
+                agent_id: string | null;
+                events: number;
+                hours_saved: number;
+                cost_saved: number;
+                agent_cost: number;
+                net_saved: number;
+            }[];
+            by_task_type: {
+                task_type: string | null;
+                events: number;
+                hours_saved: number;
+                cost_saved: number;
+                agent_cost: number;
+                net_saved: number;
+            }[];
+            by_client: {
+                client_id: string | null;
+                events: number;
+                hours_saved: number;
+                cost_saved: number;
+                agent_cost: number;
+                net_saved: number;
+            }[];
+            /** @description The assumptions in force at closing: settings, baseline overrides and custom task types */
+            assumptions: unknown;
+        };
+        PeriodStatementList: {
+            data: components["schemas"]["PeriodStatement"][];
+        };
+        PeriodSummary: {
+            month: string;
+            status: "open" | "closed";
+            statement_id: string;
+            /** Format: date-time */
+            closed_at: string;
+            closed_by: string | null;
+            reason: string;
+            reopened_at: string | null;
+            reopen_reason: string | null;
+        };
         Report: {
             meta: components["schemas"]["ReportMeta"];
             currency: string;
             rows: components["schemas"]["ReportRow"][];
+            closed_periods?: components["schemas"]["ClosedPeriodNote"][];
         };
         /**
          * @description weekly (last ISO week, Mondays 09:00 UTC) or monthly (last month, on the 1st at 09:00 UTC)
@@ -3952,6 +4263,399 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ReportSendResult"];
+                };
+            };
+            /** @description The request was refused; `error.code` says why */
+            "4XX": {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error, or the database is unavailable (503) */
+            "5XX": {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listPeriods: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The closed and reopened months */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PeriodList"];
+                };
+            };
+            /** @description The request was refused; `error.code` says why */
+            "4XX": {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error, or the database is unavailable (503) */
+            "5XX": {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    closePeriod: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description YYYY-MM, a calendar month in UTC */
+                month: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PeriodReasonRequest"];
+            };
+        };
+        responses: {
+            /** @description The statement frozen at closing */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PeriodStatement"];
+                };
+            };
+            /** @description The request was refused; `error.code` says why */
+            "4XX": {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error, or the database is unavailable (503) */
+            "5XX": {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    reopenPeriod: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description YYYY-MM, a calendar month in UTC */
+                month: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PeriodReasonRequest"];
+            };
+        };
+        responses: {
+            /** @description The statement that was in force, now reopened */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PeriodStatement"];
+                };
+            };
+            /** @description The request was refused; `error.code` says why */
+            "4XX": {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error, or the database is unavailable (503) */
+            "5XX": {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getPeriod: {
+        parameters: {
+            query?: {
+                format?: "json" | "csv";
+            };
+            header?: never;
+            path: {
+                /** @description YYYY-MM, a calendar month in UTC */
+                month: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The statement; CSV with format=csv */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Period"];
+                    "text/csv": string;
+                };
+            };
+            /** @description The request was refused; `error.code` says why */
+            "4XX": {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error, or the database is unavailable (503) */
+            "5XX": {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getPeriodStatementCsv: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description YYYY-MM, a calendar month in UTC */
+                month: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The statement as CSV */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
+                };
+            };
+            /** @description The request was refused; `error.code` says why */
+            "4XX": {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error, or the database is unavailable (503) */
+            "5XX": {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listPeriodStatements: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description YYYY-MM, a calendar month in UTC */
+                month: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The statements */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PeriodStatementList"];
+                };
+            };
+            /** @description The request was refused; `error.code` says why */
+            "4XX": {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error, or the database is unavailable (503) */
+            "5XX": {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getPeriodChanges: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description YYYY-MM, a calendar month in UTC */
+                month: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The changes since closing */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PeriodChanges"];
                 };
             };
             /** @description The request was refused; `error.code` says why */

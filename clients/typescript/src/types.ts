@@ -53,6 +53,12 @@ export type ReportScheduleList = Schemas['ReportScheduleList'];
 export type CreateReportScheduleRequest = Schemas['CreateReportScheduleRequest'];
 export type UpdateReportScheduleRequest = Schemas['UpdateReportScheduleRequest'];
 export type ReportSendResult = Schemas['ReportSendResult'];
+export type Period = Schemas['Period'];
+export type PeriodList = Schemas['PeriodList'];
+export type PeriodStatement = Schemas['PeriodStatement'];
+export type PeriodStatementList = Schemas['PeriodStatementList'];
+export type PeriodChanges = Schemas['PeriodChanges'];
+export type ClosedPeriodNote = Schemas['ClosedPeriodNote'];
 
 /** `metadata.KEY=VALUE` report filters, as `{ KEY: VALUE }`. */
 type MetadataFilter = { metadata?: Record<string, string> };

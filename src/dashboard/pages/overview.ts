@@ -9,6 +9,7 @@ import { html, type SafeHtml } from '../html.js';
 import { planGate } from '../layout.js';
 import { TaskTypeNames } from '../task-names.js';
 import { dashboardCtx, queryOf, sendPage } from '../page-kit.js';
+import { closedPeriodBanner } from './periods.js';
 import {
   isPartialBucket,
   partialEnds,
@@ -222,13 +223,15 @@ export function registerOverviewPage(dash: FastifyInstance, app: FastifyInstance
               </div>
             </details>`;
 
+    // Each closed month the period meets: when it closed and how far live has moved (periods.ts).
+    const closedMonths = await closedPeriodBanner(ctx, series.meta.range);
     const body = html`${banners} ${usage.lifetime_events === 0 ? firstEventHelp(origin(request)) : ''}
       <div class="toolbar">${picker}</div>
       <p class="muted period-note">
         ${PERIOD_LABELS[period]}: <span class="nowrap">${series.meta.range.from.slice(0, 10)}</span> to
         <span class="nowrap">${series.meta.range.to.slice(0, 10)}</span> (UTC)
       </p>
-      ${cards} ${planning.body}
+      ${closedMonths} ${cards} ${planning.body}
       <section class="panel">
         <h2>Cost saved and agent cost</h2>
         ${chart}

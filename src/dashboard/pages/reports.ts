@@ -20,6 +20,7 @@ import { html, type SafeHtml } from '../html.js';
 import { planGate } from '../layout.js';
 import { TaskTypeNames } from '../task-names.js';
 import { dashboardCtx, queryOf, sendPage } from '../page-kit.js';
+import { closedPeriodBanner } from './periods.js';
 import { select, textField } from './controls.js';
 import { isPartialBucket, partialEnds, PERIOD_LABELS, periodOf } from './figures.js';
 import { reportForecast } from './report-forecast.js';
@@ -304,11 +305,13 @@ export function registerReportPages(dash: FastifyInstance, app: FastifyInstance)
     // A report by day also shows this month with its forecast (report-forecast.ts).
     const forecast =
       report && report.rows.length > 0 ? await reportForecast(ctx, view.input, METRIC_LABELS[sort]) : '';
+    // Each closed month the window meets: when it closed and how far live has moved (periods.ts).
+    const closedMonths = report ? await closedPeriodBanner(ctx, report.meta.range) : '';
     const body = html`${controls(view, q, names)}
       <div class="toolbar">
         <a class="button" href="${exportPath}" download>Download CSV</a>
       </div>
-      ${result} ${forecast}
+      ${closedMonths} ${result} ${forecast}
       <section class="panel">
         <h2>The same report from the API</h2>
         <pre class="code" id="api-request"><code>curl -H "Authorization: Bearer $TALLY_API_KEY" \\

@@ -1,0 +1,444 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { planAtLeast } from '../../billing/plans.js';
+import type { OrgCtx } from '../../context.js';
+import { AppError } from '../../errors.js';
+import { periodChanges, type PeriodChanges } from '../../periods/changes.js';
+import { statementCsv } from '../../periods/csv.js';
+import { isZero, type Figures } from '../../periods/figures.js';
+import { monthOf, monthRange } from '../../periods/months.js';
+import { closedPeriodNotes, type ClosedPeriodNote } from '../../periods/notes.js';
+import {
+  closePeriod,
+  getPeriod,
+  listPeriods,
+  listStatements,
+  reopenPeriod,
+  type PeriodSummary,
+  type Statement,
+} from '../../periods/periods.js';
+import { count, dateTime, hours, money, monthName } from '../format.js';
+import { html, type SafeHtml } from '../html.js';
+import { csrfField, planGate } from '../layout.js';
+import { dashboardCtx, field, redirectWithNotice, sendPage, session, type Form } from '../page-kit.js';
+
+/** Months offered on the Periods page: the last twelve that have ended, newest first. */
+const RECENT_MONTHS = 12;
+
+function signed(value: number, format: (n: number) => string): string {
+  if (value === 0) return format(0);
+  return `${value > 0 ? '+' : '−'}${format(Math.abs(value))}`;
+}
+
+/** `+1 event, +2.5 h saved, −€3.10 net saved`. */
+function differenceText(d: Figures, currency: string): string {
+  return [
+    `${signed(d.events, count)} ${Math.abs(d.events) === 1 ? 'event' : 'events'}`,
+    `${signed(d.hours_saved, hours)} h saved`,
+    `${signed(d.net_saved, (n) => money(n, currency))} net saved`,
+  ].join(', ');
+}
+
+/** The line a page shows for each closed month it covers: when it closed and how live differs. */
+export function closedPeriodLines(notes: readonly ClosedPeriodNote[], currency: string): SafeHtml {
+  return html`${notes.map(
+    (n) =>
+      html`<p class="banner closed-month">
+        <a href="/dashboard/periods/${n.month}">${monthName(n.month)}</a> closed on ${dateTime(n.closed_at)};
+        ${
+          isZero(n.difference)
+            ? html`live figures equal its statement.`
+            : html`live figures differ by ${differenceText(n.difference, currency)}.`
+        }
+      </p>`,
+  )}`;
+}
+
+/** The lines for the closed months a report window meets (none on plans without reports). */
+export async function closedPeriodBanner(
+  ctx: OrgCtx,
+  range: { from: string; to: string },
+): Promise<SafeHtml> {
+  const notes = await closedPeriodNotes(ctx, { from: Date.parse(range.from), to: Date.parse(range.to) + 1 });
+  return closedPeriodLines(notes, ctx.org.currency);
+}
+
+function figureCells(f: Figures, currency: string): SafeHtml {
+  return html`<td class="num">${count(f.events)}</td>
+    <td class="num">${hours(f.hours_saved)}</td>
+    <td class="num">${money(f.cost_saved, currency)}</td>
+    <td class="num">${money(f.agent_cost, currency)}</td>
+    <td class="num">${money(f.net_saved, currency)}</td>`;
+}
+
+const FIGURE_HEADERS = html`<th scope="col" class="num">Events</th>
+  <th scope="col" class="num">Hours saved</th>
+  <th scope="col" class="num">Cost saved</th>
+  <th scope="col" class="num">Agent cost</th>
+  <th scope="col" class="num">Net saved</th>`;
+
+function figuresTable(
+  id: string,
+  caption: string,
+  label: string,
+  rows: ReadonlyArray<{ key: string | null; figures: Figures }>,
+  currency: string,
+): SafeHtml {
+  return html`<div class="table-wrap">
+    <table id="${id}" class="figures">
+      <caption>
+        ${caption}
+      </caption>
+      <thead>
+        <tr>
+          <th scope="col">${label}</th>
+          ${FIGURE_HEADERS}
+        </tr>
+      </thead>
+      <tbody>
+        ${rows.map(
+          (r) =>
+            html`<tr>
+              <td class="wrap">${r.key ?? html`<span class="muted">(none)</span>`}</td>
+              ${figureCells(r.figures, currency)}
+            </tr>`,
+        )}
+      </tbody>
+    </table>
+  </div>`;
+}
+
+function statementTables(s: Statement): SafeHtml {
+  const c = s.currency;
+  return html`${figuresTable('statement-totals', 'Totals', 'Month', [{ key: monthName(s.month), figures: s.totals }], c)}
+  ${figuresTable(
+    'statement-agents',
+    'By agent',
+    'Agent',
+    s.by_agent.map((r) => ({ key: r.agent_id, figures: r })),
+    c,
+  )}
+  ${figuresTable(
+    'statement-task-types',
+    'By task type',
+    'Task type',
+    s.by_task_type.map((r) => ({ key: r.task_type, figures: r })),
+    c,
+  )}
+  ${figuresTable(
+    'statement-clients',
+    'By client',
+    'Client',
+    s.by_client.map((r) => ({ key: r.client_id, figures: r })),
+    c,
+  )}`;
+}
+
+function changesSection(changes: PeriodChanges): SafeHtml {
+  const c = changes.currency;
+  const rows = [
+    { key: 'Statement', figures: changes.statement },
+    { key: 'Entries since', figures: changes.entries_total },
+    { key: 'Live', figures: changes.live.totals },
+  ];
+  return html`<section class="panel no-print" aria-labelledby="changes-title">
+    <h2 id="changes-title">What changed since closing</h2>
+    ${
+      isZero(changes.difference.totals)
+        ? html`<p class="muted">Nothing: the live figures equal the statement.</p>`
+        : html`<p>Live figures differ by ${differenceText(changes.difference.totals, c)}.</p>`
+    }
+    ${figuresTable('changes-sum', 'Statement + entries = live', 'Figures', rows, c)}
+    ${
+      isZero(changes.unexplained)
+        ? ''
+        : html`<p class="muted">
+            Not explained by the entries (events in flight at the moment of closing):
+            ${differenceText(changes.unexplained, c)}.
+          </p>`
+    }
+    ${
+      changes.entries.length === 0
+        ? ''
+        : html`<div class="table-wrap">
+            <table id="changes-entries" class="figures">
+              <caption>
+                Entries${changes.entries_truncated ? ' (the first 1,000)' : ''}
+              </caption>
+              <thead>
+                <tr>
+                  <th scope="col">Kind</th>
+                  <th scope="col">Recorded</th>
+                  <th scope="col">Event</th>
+                  <th scope="col" class="num">Hours saved</th>
+                  <th scope="col" class="num">Cost saved</th>
+                  <th scope="col" class="num">Agent cost</th>
+                  <th scope="col" class="num">Net saved</th>
+                </tr>
+              </thead>
+              <tbody>
+                ${changes.entries.map(
+                  (e) =>
+                    html`<tr>
+                      <td>${e.kind === 'late_event' ? 'Late event' : 'Adjustment'}</td>
+                      <td>${dateTime(e.at)}</td>
+                      <td class="wrap">
+                        <a href="/dashboard/events/${e.event_id}"><code>${e.event_id}</code></a
+                        ><br /><span class="muted"
+                          >${e.agent_id} ·
+                          ${e.task_type}${e.client_id === null ? '' : ` · ${e.client_id}`}</span
+                        >
+                      </td>
+                      <td class="num">${hours(e.hours_saved)}</td>
+                      <td class="num">${money(e.cost_saved, c)}</td>
+                      <td class="num">${money(e.agent_cost, c)}</td>
+                      <td class="num">${money(e.net_saved, c)}</td>
+                    </tr>`,
+                )}
+              </tbody>
+            </table>
+          </div>`
+    }
+  </section>`;
+}
+
+function reasonForm(action: string, token: string, label: string, submit: string, confirm: string): SafeHtml {
+  const id = action.endsWith('/reopen') ? 'reopen' : 'close';
+  return html`<form method="post" action="${action}" class="form-grid">
+    ${csrfField(token)}
+    <div class="field wide">
+      <label for="${id}-reason">${label}</label>
+      <input id="${id}-reason" name="reason" type="text" maxlength="1000" required />
+    </div>
+    <div class="field wide">
+      <label class="check"
+        ><input id="${id}-confirm" name="confirm" type="checkbox" value="yes" required /> ${confirm}</label
+      >
+    </div>
+    <div class="field actions"><button type="submit" class="button">${submit}</button></div>
+  </form>`;
+}
+
+/** The last RECENT_MONTHS ended months and every month ever closed, newest first. */
+function monthsShown(now: number, periods: readonly PeriodSummary[]): string[] {
+  const months = new Set(periods.map((p) => p.month));
+  const current = monthRange(monthOf(now));
+  let at = current.from - 1;
+  for (let i = 0; i < RECENT_MONTHS; i++) {
+    const month = monthOf(at);
+    months.add(month);
+    at = monthRange(month).from - 1;
+  }
+  return [...months].sort().reverse();
+}
+
+function sendPeriodsPage(
+  app: FastifyInstance,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  title: string,
+  body: () => Promise<SafeHtml>,
+) {
+  const ctx = dashboardCtx(app, request);
+  if (!planAtLeast(ctx.org.plan, 'pro')) {
+    return sendPage(request, reply, {
+      title: 'Periods',
+      section: 'Periods',
+      body: planGate('Closed months', 'Pro', ctx.org),
+    });
+  }
+  return body().then((b) => sendPage(request, reply, { title, section: 'Periods', body: b }));
+}
+
+async function attempt(
+  app: FastifyInstance,
+  request: FastifyRequest<{ Body: Form }>,
+  reply: FastifyReply,
+  back: string,
+  run: (reason: string) => Promise<string>,
+) {
+  if (!planAtLeast(dashboardCtx(app, request).org.plan, 'pro')) return reply.redirect(back, 303);
+  try {
+    if (field(request.body, 'confirm') !== 'yes') {
+      throw new AppError('validation_error', 'Tick the confirmation first.');
+    }
+    return redirectWithNotice(app, request, reply, back, await run(field(request.body, 'reason')));
+  } catch (error) {
+    if (error instanceof AppError && error.status < 500) {
+      const detail = error.details?.[0];
+      const message = detail
+        ? `${detail.path.replace(/^\/(body|params)\//, '')} ${detail.message}`
+        : error.message;
+      return redirectWithNotice(app, request, reply, back, `Not done: ${message}`);
+    }
+    throw error;
+  }
+}
+
+/** The month of a dashboard URL, checked (a 404 page otherwise). */
+function monthParam(raw: string): string {
+  try {
+    return monthRange(raw.slice(0, 7) === raw ? raw : '').month;
+  } catch {
+    throw new AppError('not_found', 'No such month.');
+  }
+}
+
+export function registerPeriodPages(dash: FastifyInstance, app: FastifyInstance): void {
+  dash.get('/periods', async (request, reply) =>
+    sendPeriodsPage(app, request, reply, 'Periods', async () => {
+      const ctx = dashboardCtx(app, request);
+      const periods = await listPeriods({ ctx });
+      const byMonth = new Map(periods.map((p) => [p.month, p]));
+      const months = monthsShown(ctx.clock.now().getTime(), periods);
+      return html`<p class="muted">
+          Close a month once it has ended (UTC) to freeze its statement: its totals by agent, task type and
+          client as they stand, with the assumptions in force. Reports keep including late events; each closed
+          month then shows how far the live figures have moved from its statement, and why.
+        </p>
+        <div class="table-wrap list">
+          <table id="periods-table">
+            <caption class="sr-only">
+              Months and their status
+            </caption>
+            <thead>
+              <tr>
+                <th scope="col">Month</th>
+                <th scope="col">Status</th>
+                <th scope="col">Closed</th>
+                <th scope="col">Reason</th>
+              </tr>
+            </thead>
+            <tbody>
+              ${months.map((m) => {
+                const p = byMonth.get(m);
+                return html`<tr>
+                  <td><a href="/dashboard/periods/${m}">${monthName(m)}</a></td>
+                  <td>
+                    ${
+                      p?.status === 'closed'
+                        ? html`<span class="badge status-active"
+                            ><span aria-hidden="true">■ </span>Closed</span
+                          >`
+                        : p
+                          ? html`<span class="badge status-failing"
+                              ><span aria-hidden="true">▲ </span>Reopened</span
+                            >`
+                          : html`<span class="badge"><span aria-hidden="true">○ </span>Open</span>`
+                    }
+                  </td>
+                  <td>${p ? dateTime(p.closed_at) : html`<span class="muted">—</span>`}</td>
+                  <td class="wrap">${p?.reopen_reason ?? p?.reason ?? ''}</td>
+                </tr>`;
+              })}
+            </tbody>
+          </table>
+        </div>`;
+    }),
+  );
+
+  dash.get<{ Params: { month: string } }>('/periods/:month', async (request, reply) => {
+    const month = monthParam(request.params.month);
+    return sendPeriodsPage(app, request, reply, monthName(month), async () => {
+      const ctx = dashboardCtx(app, request);
+      const token = session(request).csrfToken;
+      const base = `/dashboard/periods/${month}`;
+      const ended = ctx.clock.now().getTime() >= monthRange(month).to;
+      const history = await listStatements({ ctx, month }).catch((error: unknown) => {
+        if (error instanceof AppError && error.code === 'not_found') return [];
+        throw error;
+      });
+      const back = html`<p class="no-print"><a href="/dashboard/periods">← All months</a></p>`;
+      if (history.length === 0) {
+        return html`${back}
+          <p>${monthName(month)} is open: it has never been closed.</p>
+          ${
+            ended
+              ? html`<section class="panel">
+                  <h2>Close ${monthName(month)}</h2>
+                  ${reasonForm(`${base}/close`, token, 'Reason', `Close ${monthName(month)}`, 'Freeze the statement of this month as it stands now')}
+                </section>`
+              : html`<p class="muted">
+                  It can be closed once it has ended, from
+                  ${dateTime(new Date(monthRange(month).to).toISOString())}.
+                </p>`
+          }`;
+      }
+      const period = await getPeriod({ ctx, month });
+      const changes = await periodChanges({ ctx, month });
+      const closed = period.status === 'closed';
+      return html`${back}
+        <section class="statement" aria-labelledby="statement-title">
+          <h2 id="statement-title">Statement of ${monthName(month)} · ${ctx.org.name}</h2>
+          <p>
+            ${closed ? html`Closed` : html`Reopened on ${dateTime(period.reopened_at)} (${period.reopen_reason ?? ''}); last closed`}
+            on ${dateTime(period.closed_at)}: ${period.reason}.
+            <span class="muted"
+              >Statement <code>${period.id}</code>, ${period.currency}, UTC month
+              ${period.range.from.slice(0, 10)} to ${period.range.to.slice(0, 10)} (exclusive).</span
+            >
+          </p>
+          <p class="no-print">
+            <a class="button quiet" href="${base}/statement.csv" download>Download CSV</a>
+            <span class="muted">Print this page for a paper copy of the statement.</span>
+          </p>
+          ${statementTables(period)}
+        </section>
+        ${changesSection(changes)}
+        <section class="panel no-print">
+          ${
+            closed
+              ? html`<h2>Reopen ${monthName(month)}</h2>
+                  <p class="muted">The statement stays in the history; the month can then be closed again.</p>
+                  ${reasonForm(`${base}/reopen`, token, 'Reason', `Reopen ${monthName(month)}`, 'Reopen this closed month (audited)')}`
+              : html`<h2>Close ${monthName(month)} again</h2>
+                  ${reasonForm(`${base}/close`, token, 'Reason', `Close ${monthName(month)}`, 'Freeze a new statement of this month as it stands now')}`
+          }
+        </section>
+        ${
+          history.length > 1
+            ? html`<section class="panel no-print">
+                <h2>Earlier statements</h2>
+                <ul>
+                  ${history
+                    .slice(1)
+                    .map(
+                      (s) =>
+                        html`<li>
+                          <code>${s.id}</code>: closed ${dateTime(s.closed_at)} (${s.reason}), reopened
+                          ${dateTime(s.reopened_at)} (${s.reopen_reason ?? ''});
+                          ${differenceText(s.totals, s.currency).replaceAll('+', '')}
+                        </li>`,
+                    )}
+                </ul>
+              </section>`
+            : ''
+        }`;
+    });
+  });
+
+  dash.get<{ Params: { month: string } }>('/periods/:month/statement.csv', async (request, reply) => {
+    const month = monthParam(request.params.month);
+    const period = await getPeriod({ ctx: dashboardCtx(app, request), month });
+    return reply
+      .type('text/csv; charset=utf-8')
+      .header('Content-Disposition', `attachment; filename="tally-statement-${month}.csv"`)
+      .send(statementCsv(period));
+  });
+
+  dash.post<{ Params: { month: string }; Body: Form }>('/periods/:month/close', async (request, reply) => {
+    const month = monthParam(request.params.month);
+    return attempt(app, request, reply, `/dashboard/periods/${month}`, async (reason) => {
+      await closePeriod({ ctx: dashboardCtx(app, request), month, reason });
+      return `${monthName(month)} closed; its statement is frozen.`;
+    });
+  });
+
+  dash.post<{ Params: { month: string }; Body: Form }>('/periods/:month/reopen', async (request, reply) => {
+    const month = monthParam(request.params.month);
+    return attempt(app, request, reply, `/dashboard/periods/${month}`, async (reason) => {
+      // Dashboard sessions are admin keys' (sessions.ts).
+      await reopenPeriod({ ctx: { ...dashboardCtx(app, request), keyScope: 'admin' }, month, reason });
+      return `${monthName(month)} reopened.`;
+    });
+  });
+}
