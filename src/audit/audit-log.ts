@@ -21,7 +21,13 @@ export type AuditAction =
   | 'budget.deleted'
   | 'fixed_cost.created'
   | 'fixed_cost.updated'
-  | 'fixed_cost.deleted';
+  | 'fixed_cost.deleted'
+  | 'invitation.created'
+  | 'invitation.resent'
+  | 'invitation.revoked'
+  | 'invitation.accepted'
+  | 'member.role_changed'
+  | 'member.removed';
 
 export interface AuditEntry {
   action: AuditAction;

@@ -14,6 +14,7 @@ import { DeliveryWorker } from '../webhooks/worker.js';
 import { registerBudgetCommands } from '../budgets/cli.js';
 import { print } from './output.js';
 import { registerOtlpCommands } from '../otlp/cli.js';
+import { membersGroup, registerMemberCommands } from '../members/cli.js';
 
 function number(value: string): number {
   const n = Number(value);
@@ -296,6 +297,8 @@ export function buildCli(): Command {
     });
 
   registerOtlpCommands(program, withCtx);
+
+  registerMemberCommands(membersGroup(program), withCtx);
 
   const secrets = program
     .command('secrets')
