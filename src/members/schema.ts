@@ -13,14 +13,13 @@ export const RoleSchema = named(
   }),
 );
 
-const InvitationStatusSchema = named(
-  'InvitationStatus',
+const invitationStatus = () =>
   Type.Unsafe<(typeof INVITATION_STATUSES)[number]>({
     type: 'string',
     enum: [...INVITATION_STATUSES],
     description: 'pending (its link works), accepted, revoked, or expired (7 days after it was last sent)',
-  }),
-);
+  });
+const InvitationStatusSchema = named('InvitationStatus', invitationStatus());
 
 export const CreateInvitationBody = named(
   'CreateInvitationRequest',
@@ -35,7 +34,7 @@ export const CreateInvitationBody = named(
 
 export const InvitationParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }) });
 export const InvitationListQuery = Type.Object(
-  { ...ListQueryFields, status: Type.Optional(InvitationStatusSchema) },
+  { ...ListQueryFields, status: Type.Optional(invitationStatus()) },
   { additionalProperties: false },
 );
 
