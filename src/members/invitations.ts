@@ -3,12 +3,13 @@ import type { OrgCtx, ServiceCtx } from '../context.js';
 import { AppError, notFound, validationError } from '../errors.js';
 import { ulid } from '../ids.js';
 import { recordAudit } from '../audit/audit-log.js';
+import { actorAccountId, actorOf, requireRole } from '../accounts/authorize.js';
 import { isRole, type Role } from '../accounts/roles.js';
+import { normalizeEmail } from '../accounts/store.js';
 import { queueEmails } from '../email/outbox.js';
 import { inTransaction, type DbOrTrx } from '../storage/db.js';
 import { pageOf } from '../storage/pagination.js';
 import type { InvitationRow } from '../storage/schema.js';
-import { membersActor, requireRole } from './access.js';
 import { invitationEmail } from './invitation-email.js';
 
 /** An invitation's link works for 7 days from when it was (last) sent. */
@@ -16,16 +17,7 @@ export const INVITATION_TTL_MS = 7 * 24 * 60 * 60_000;
 export const INVITATION_STATUSES = ['pending', 'accepted', 'revoked', 'expired'] as const;
 export type InvitationStatus = (typeof INVITATION_STATUSES)[number];
 
-const EMAIL = /^[^\s@<>(),;:"\\[\]]+@[^\s@<>(),;:"\\[\]]+\.[^\s@<>(),;:"\\[\]]+$/;
-
 export const tokenHash = (token: string) => createHash('sha256').update(token).digest('hex');
-
-/** The e-mail as accounts keep it (trimmed, lower-cased), or a 422 naming `path`. */
-export function normalEmail(raw: string, path = '/body/email'): string {
-  const email = raw.trim().toLowerCase();
-  if (!EMAIL.test(email) || email.length > 254) throw validationError(path, 'must be an e-mail address');
-  return email;
-}
 
 export function invitationStatus(row: InvitationRow, now: number): InvitationStatus {
   if (row.accepted_at !== null) return 'accepted';
@@ -123,7 +115,7 @@ export async function createInvitation({
   ctx: OrgCtx;
   input: { email: string; role: string };
 }): Promise<{ invitation: InvitationView; token: string; resent: boolean }> {
-  const email = normalEmail(input.email);
+  const email = normalizeEmail(input.email, '/body/email');
   if (!isRole(input.role)) throw validationError('/body/role', 'must be owner, admin or analyst');
   const role = input.role;
   requireInviter(ctx, role);
@@ -154,7 +146,7 @@ export async function createInvitation({
       });
       return { invitation: invitationView(row, now), token, resent: true };
     }
-    const actor = membersActor(ctx);
+    const actor = actorOf(ctx);
     const token = randomBytes(32).toString('base64url');
     const row = await trx
       .insertInto('invitations')
@@ -164,8 +156,8 @@ export async function createInvitation({
         email,
         role,
         token_hash: tokenHash(token),
-        invited_by_account_id: actor.accountId,
-        invited_by_key_id: actor.keyId,
+        invited_by_account_id: actorAccountId(actor),
+        invited_by_key_id: actor.kind === 'api_key' ? actor.keyId : null,
         sent_count: 1,
         last_sent_at: now,
         created_at: now,

@@ -1,10 +1,11 @@
 import { sql } from 'kysely';
 import type { OrgCtx } from '../context.js';
-import { AppError, notFound, validationError } from '../errors.js';
+import { notFound, validationError } from '../errors.js';
 import { recordAudit } from '../audit/audit-log.js';
+import { requireRole } from '../accounts/authorize.js';
 import { isRole, type Role } from '../accounts/roles.js';
+import { ensureOwnerRemains } from '../accounts/store.js';
 import { inTransaction, type DbOrTrx } from '../storage/db.js';
-import { requireRole } from './access.js';
 
 export interface MemberView {
   account_id: string;
@@ -93,18 +94,18 @@ export async function memberByEmail({ ctx, email }: { ctx: OrgCtx; email: string
 }
 
 /**
- * Owners of the organisation other than `accountId`, read under a lock on PostgreSQL (the owners'
- * membership rows), so that two owners demoting each other at once cannot leave none.
+ * Locks the organisation's owner memberships on PostgreSQL (SQLite has one writer), so that two
+ * owners demoted or removed at once cannot both see the other still there and leave none.
  */
-async function otherOwners(ctx: OrgCtx, db: DbOrTrx, accountId: string): Promise<number> {
-  const rows = await db
+async function lockOwners(ctx: OrgCtx, db: DbOrTrx): Promise<void> {
+  if (ctx.engine !== 'postgres') return;
+  await db
     .selectFrom('memberships')
     .select('account_id')
     .where('org_id', '=', ctx.org.id)
     .where('role', '=', 'owner')
-    .$if(ctx.engine === 'postgres', (qb) => qb.forUpdate())
+    .forUpdate()
     .execute();
-  return rows.filter((r) => r.account_id !== accountId).length;
 }
 
 /** Who may change a member whose role is or becomes `role`: owners and admins; owners only for owners. */
@@ -130,15 +131,14 @@ export async function changeMemberRole({
     const before = current.role as Role;
     requireManager(ctx, before, role);
     if (before === role) return memberView(current);
-    if (before === 'owner' && (await otherOwners(ctx, trx, accountId)) === 0) {
-      throw new AppError('last_owner', 'An organisation keeps at least one owner: make another member owner first.');
-    }
+    if (before === 'owner') await lockOwners(ctx, trx);
     await trx
       .updateTable('memberships')
       .set({ role, updated_at: ctx.clock.now().getTime() })
       .where('org_id', '=', ctx.org.id)
       .where('account_id', '=', accountId)
       .execute();
+    if (before === 'owner') await ensureOwnerRemains(tx, ctx.org.id);
     await recordAudit(tx, {
       action: 'member.role_changed',
       target: `account:${accountId}`,
@@ -158,14 +158,13 @@ export async function removeMember({ ctx, accountId }: { ctx: OrgCtx; accountId:
     const tx = { ...ctx, db: trx };
     const current = await memberOf(trx, ctx.org.id, accountId);
     requireManager(ctx, current.role as Role);
-    if (current.role === 'owner' && (await otherOwners(ctx, trx, accountId)) === 0) {
-      throw new AppError('last_owner', 'An organisation keeps at least one owner: make another member owner first.');
-    }
+    if (current.role === 'owner') await lockOwners(ctx, trx);
     await trx
       .deleteFrom('memberships')
       .where('org_id', '=', ctx.org.id)
       .where('account_id', '=', accountId)
       .execute();
+    if (current.role === 'owner') await ensureOwnerRemains(tx, ctx.org.id);
     await trx
       .deleteFrom('account_sessions')
       .where('org_id', '=', ctx.org.id)

@@ -197,7 +197,7 @@ describe.each(ENGINES)('/v1/invitations over SMTP (%s)', (engine) => {
     expectError(
       await call('POST', '/v1/invitations', { email: 'boss@example.com', role: 'owner' }),
       403,
-      'insufficient_scope',
+      'insufficient_role',
     );
     const ctx = await h.orgCtx(org);
     const ingest = await createApiKey({ ctx: h.ctx, orgId: ctx.org.id, name: 'agent', scope: 'ingest' });

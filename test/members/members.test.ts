@@ -111,9 +111,9 @@ describe.each(ENGINES)('/v1/members (%s)', (engine) => {
       after: { email: 'ana@acme.test', role: 'admin' },
     });
     expect((await call('PATCH', `/v1/members/${analyst}`, { role: 'analyst' })).json().role).toBe('analyst');
-    expectError(await call('PATCH', `/v1/members/${analyst}`, { role: 'owner' }), 403, 'insufficient_scope');
-    expectError(await call('PATCH', `/v1/members/${owner}`, { role: 'admin' }), 403, 'insufficient_scope');
-    expectError(await call('DELETE', `/v1/members/${owner}`), 403, 'insufficient_scope');
+    expectError(await call('PATCH', `/v1/members/${analyst}`, { role: 'owner' }), 403, 'insufficient_role');
+    expectError(await call('PATCH', `/v1/members/${owner}`, { role: 'admin' }), 403, 'insufficient_role');
+    expectError(await call('DELETE', `/v1/members/${owner}`), 403, 'insufficient_role');
     expectError(await call('PATCH', `/v1/members/${analyst}`, { role: 'boss' }), 422, 'validation_error');
     expectError(await call('PATCH', `/v1/members/${analyst}`, {}), 422, 'validation_error');
     expectError(await call('PATCH', '/v1/members/acct_nope', { role: 'admin' }), 404, 'not_found');
