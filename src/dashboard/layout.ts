@@ -11,6 +11,7 @@ export const NAV = [
   ['Usage', '/dashboard/usage'],
   ['Settings', '/dashboard/settings'],
   ['OpenTelemetry', '/dashboard/opentelemetry'],
+  ['Members', '/dashboard/members'],
 ] as const;
 
 export type Section = (typeof NAV)[number][0];
