@@ -71,13 +71,13 @@ describe.each(ENGINES)('accepting an invitation from its e-mail (%s)', (engine) 
     expect(shown.body).toContain('Create account and join');
 
     const differ = await create(path, 'Nia', PASSWORD, `${PASSWORD}!`);
-    expect(differ.statusCode).toBe(422);
+    expect(differ.statusCode).toBe(200);
     expect(differ.body).toContain('The two passwords differ');
     const weak = await create(path, 'Nia', 'password1234');
-    expect(weak.statusCode).toBe(422);
+    expect(weak.statusCode).toBe(200);
     expect(weak.body).toContain('role="alert"');
     const short = await create(path, 'Nia', 'short');
-    expect(short.statusCode).toBe(422);
+    expect(short.statusCode).toBe(200);
     expect(await h.ctx.db.selectFrom('accounts').select('id').where('email', '=', 'new.person@example.com').execute()).toEqual([]);
 
     const accepted = await create(path, ' Nia Ng ');
@@ -113,10 +113,10 @@ describe.each(ENGINES)('accepting an invitation from its e-mail (%s)', (engine) 
 
     // Single use: the link shows it was used, and a second acceptance changes nothing.
     const reopened = await page(h, '', path);
-    expect(reopened.statusCode).toBe(410);
+    expect(reopened.statusCode).toBe(200);
     expect(reopened.body).toContain('This invitation has already been used.');
     const twice = await create(path, 'Mallory', 'another long passphrase');
-    expect(twice.statusCode).toBe(410);
+    expect(twice.statusCode).toBe(200);
     expect(twice.headers['set-cookie']).toBeUndefined();
     const after = await h.ctx.db.selectFrom('accounts').select('name').where('id', '=', account.id).executeTakeFirstOrThrow();
     expect(after.name).toBe('Nia Ng');
@@ -125,7 +125,7 @@ describe.each(ENGINES)('accepting an invitation from its e-mail (%s)', (engine) 
   it('two acceptances of one link at once: one account, one membership', async () => {
     const { path } = await invite('race@example.com', 'analyst');
     const results = await Promise.all([create(path, 'A'), create(path, 'B')]);
-    expect(results.map((r) => r.statusCode).sort()).toEqual([303, 410]);
+    expect(results.map((r) => r.statusCode).sort()).toEqual([200, 303]);
     const accounts = await h.ctx.db.selectFrom('accounts').select('id').where('email', '=', 'race@example.com').execute();
     expect(accounts).toHaveLength(1);
   });
@@ -139,17 +139,17 @@ describe.each(ENGINES)('accepting an invitation from its e-mail (%s)', (engine) 
     expect(anonymous.body).toContain('ex@example.com already has a Tally account.');
     expect(anonymous.body).not.toContain('Choose a password');
     const refused = await form(path, { intent: 'accept' });
-    expect(refused.statusCode).toBe(422);
+    expect(refused.statusCode).toBe(200);
     expect(refused.body).toContain('Sign in as ex@example.com first');
     // Someone else's session, even with its own CSRF token, does not accept it.
     const olga = await personCookie(owner);
     const wrong = await page(h, olga, path);
     expect(wrong.body).toContain('You are signed in as olga@acme.test');
     const wrongPost = await form(path, { intent: 'accept', csrf_token: 'x' }, olga);
-    expect(wrongPost.statusCode).toBe(422);
+    expect(wrongPost.statusCode).toBe(200);
     // A forged creation for an existing e-mail neither joins nor changes the password.
     const forged = await create(path, 'Eve', 'an attacker passphrase');
-    expect(forged.statusCode).toBe(422);
+    expect(forged.statusCode).toBe(200);
 
     const cookie = await personCookie(ex, other.id);
     const shown = await page(h, cookie, path);
@@ -179,10 +179,10 @@ describe.each(ENGINES)('accepting an invitation from its e-mail (%s)', (engine) 
     expect((await page(h, '', path)).statusCode).toBe(200);
     h.clock.advance(1);
     const expired = await page(h, '', path);
-    expect(expired.statusCode).toBe(410);
+    expect(expired.statusCode).toBe(200);
     expect(expired.body).toContain('This invitation has expired');
     const late = await create(path, 'Late');
-    expect(late.statusCode).toBe(410);
+    expect(late.statusCode).toBe(200);
     expect(await h.ctx.db.selectFrom('accounts').select('id').where('email', '=', 'late@example.com').execute()).toEqual([]);
   });
 
@@ -192,16 +192,19 @@ describe.each(ENGINES)('accepting an invitation from its e-mail (%s)', (engine) 
     const resent = await h.request({ method: 'POST', url: `/v1/invitations/${first.id}/resend`, apiKey: org.apiKey });
     expect(resent.statusCode).toBe(200);
     const old = await page(h, '', first.path);
-    expect(old.statusCode).toBe(404);
+    expect(old.statusCode).toBe(200);
     expect(old.body).toContain('replaced by a newer invitation e-mail');
-    expect((await create(first.path, 'Old')).statusCode).toBe(404);
+    expect((await create(first.path, 'Old')).statusCode).toBe(200);
 
     const other = await invite('gone@example.com', 'analyst');
     await h.request({ method: 'DELETE', url: `/v1/invitations/${other.id}`, apiKey: org.apiKey });
     const revoked = await page(h, '', other.path);
-    expect(revoked.statusCode).toBe(410);
+    expect(revoked.statusCode).toBe(200);
     expect(revoked.body).toContain('This invitation was revoked');
-    expect((await page(h, '', '/dashboard/invitations/nonsense')).statusCode).toBe(404);
+    const nonsense = await page(h, '', '/dashboard/invitations/nonsense');
+    expect(nonsense.statusCode).toBe(200);
+    expect(nonsense.body).toContain('This invitation link is not valid.');
+    // Longer than any link Tally makes: not a route at all.
     expect((await page(h, '', `/dashboard/invitations/${'x'.repeat(300)}`)).statusCode).toBe(404);
   });
 

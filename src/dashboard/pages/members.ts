@@ -69,7 +69,7 @@ function membersTable(ctx: OrgCtx, members: MemberView[], token: string, self: s
                       ${
                         manages(ctx, m.role)
                           ? html`<div class="button-row">
-                              <form method="post" action="/dashboard/members/${m.account_id}/role" class="inline">
+                              <form method="post" action="/dashboard/members/${m.account_id}/role" class="role-form">
                                 ${csrfField(token)}
                                 <label class="sr-only" for="role-${m.account_id}">Role of ${m.email}</label>
                                 <select id="role-${m.account_id}" name="role">
@@ -180,11 +180,14 @@ async function membersPage(app: FastifyInstance, request: FastifyRequest, reply:
                   id: 'invite_role',
                   name: 'role',
                   label: 'Role',
-                  options: grantable(ctx).map((r) => [r, `${r} (${ROLE_HINTS[r]})`] as const),
+                  options: grantable(ctx).map((r) => [r, r] as const),
                   value: 'analyst',
                 })}
                 <div class="field actions"><button type="submit" class="button">Send invitation</button></div>
               </form>
+              <ul class="muted">
+                ${grantable(ctx).map((r) => html`<li><strong>${r}</strong>: ${ROLE_HINTS[r]}</li>`)}
+              </ul>
               <p class="muted">The invitation's link works once, for 7 days.</p>`
           : ''
       }
@@ -325,18 +328,16 @@ function invitationPage(
   token: string,
   signedIn: { accountId: string; email: string | null; csrfToken: string } | null,
   message: { status: 'error' | 'info'; text: string } | null = null,
-): { status: number; body: string } {
+  name = '',
+): string {
   if (lookup.status !== 'pending') {
-    return {
-      status: lookup.status === 'unknown' ? 404 : 410,
-      body: invitationFrame(
-        'Invitation not available',
-        html`<p>${CLOSED[lookup.status]}</p>
-          <p><a href="/dashboard/login">Go to the sign-in page</a></p>`,
-        message?.status ?? null,
-        message?.text ?? '',
-      ),
-    };
+    return invitationFrame(
+      'Invitation not available',
+      html`<p>${CLOSED[lookup.status]}</p>
+        <p><a href="/dashboard/login">Go to the sign-in page</a></p>`,
+      message?.status ?? null,
+      message?.text ?? '',
+    );
   }
   const { invitation, org, account } = lookup;
   const role = invitation.role as Role;
@@ -351,7 +352,7 @@ function invitationPage(
     form = html`<form method="post" action="${action}">
       <input type="hidden" name="intent" value="create" />
       <label for="name">Your name</label>
-      <input id="name" name="name" autocomplete="name" maxlength="200" />
+      <input id="name" name="name" autocomplete="name" maxlength="200" value="${name}" />
       <label for="password">Choose a password</label>
       <input
         id="password"
@@ -388,15 +389,13 @@ function invitationPage(
       </form>
       <p><a href="/dashboard/login">Go to the sign-in page</a></p>`;
   }
-  return {
-    status: message?.status === 'error' ? 422 : 200,
-    body: invitationFrame('Join an organisation', html`${intro}${form}`, message?.status ?? null, message?.text ?? ''),
-  };
+  return invitationFrame('Join an organisation', html`${intro}${form}`, message?.status ?? null, message?.text ?? '');
 }
 
 /**
  * The invitation link: open without a session. A new person sets a name and password; an
- * existing account joins from its own session. Accepting signs the person in.
+ * existing account joins from its own session. Accepting signs the person in. Its pages answer
+ * 200 whatever they say (a used link, a refused password): a browser logs a 4xx page as an error.
  */
 function registerInvitationPages(dash: FastifyInstance, app: FastifyInstance): void {
   const open = { config: { dashboardPublic: true } };
@@ -415,7 +414,7 @@ function registerInvitationPages(dash: FastifyInstance, app: FastifyInstance): v
     const ctx = serviceCtx(app.tally);
     const lookup = await lookupInvitation(ctx, request.params.token);
     const page = invitationPage(lookup, request.params.token, await signedInAs(request));
-    return reply.code(page.status).type('text/html; charset=utf-8').send(page.body);
+    return reply.type('text/html; charset=utf-8').send(page);
   });
 
   dash.post<{ Params: { token: string }; Body: Form }>('/invitations/:token', open, async (request, reply) => {
@@ -424,8 +423,9 @@ function registerInvitationPages(dash: FastifyInstance, app: FastifyInstance): v
     const form = request.body instanceof Map ? request.body : (new Map() as Form);
     const signedIn = await signedInAs(request);
     const again = async (text: string) => {
-      const page = invitationPage(await lookupInvitation(ctx, token), token, signedIn, { status: 'error', text });
-      return reply.code(page.status).type('text/html; charset=utf-8').send(page.body);
+      const lookup = await lookupInvitation(ctx, token);
+      const page = invitationPage(lookup, token, signedIn, { status: 'error', text }, field(form, 'name').slice(0, 200));
+      return reply.type('text/html; charset=utf-8').send(page);
     };
     let acceptance: Parameters<typeof acceptInvitation>[0]['acceptance'];
     if (field(form, 'intent') === 'create') {
