@@ -115,7 +115,8 @@ export async function acceptInvitation({
         throw new AppError('validation_error', 'Choose a name and a password to create your account.');
       }
       const name = acceptance.name.trim().slice(0, 200);
-      accountId = (await createAccount({ ctx: tx, email: row.email, name, password: acceptance.password })).id;
+      accountId = (await createAccount({ ctx: tx, email: row.email, name, password: acceptance.password }))
+        .id;
     }
 
     await trx

@@ -26,7 +26,8 @@ export function membersGroup(program: Command): Command {
 /** `tally members invite|list|role|remove`: the verbs of /v1/invitations and /v1/members. */
 export function registerMemberCommands(members: Command, withCtx: WithCtx): void {
   const json = ['--json', 'machine-readable output'] as const;
-  const role = () => new Option('--role <role>', 'owner, admin or analyst').choices(ROLES).makeOptionMandatory();
+  const role = () =>
+    new Option('--role <role>', 'owner, admin or analyst').choices(ROLES).makeOptionMandatory();
 
   members
     .command('invite')

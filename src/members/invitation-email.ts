@@ -43,7 +43,9 @@ export function invitationEmail(input: { orgName: string; role: Role; url: strin
         <p style="margin:0 0 8px 0;font-size:13px;color:#5b6675;">
           The link works once and until ${when(input.expiresAt)}.
         </p>
-        <p style="margin:0;font-size:13px;color:#5b6675;">If you did not expect this invitation, ignore this e-mail.</p>
+        <p style="margin:0;font-size:13px;color:#5b6675;">
+          If you did not expect this invitation, ignore this e-mail.
+        </p>
       </td>
     </tr>
   </table>`;

@@ -273,7 +273,8 @@ export async function listInvitations({
   let query = ctx.db.selectFrom('invitations').selectAll().where('org_id', '=', ctx.org.id);
   if (cursor !== undefined) query = query.where('id', '<', cursor);
   if (status === 'accepted') query = query.where('accepted_at', 'is not', null);
-  else if (status === 'revoked') query = query.where('accepted_at', 'is', null).where('revoked_at', 'is not', null);
+  else if (status === 'revoked')
+    query = query.where('accepted_at', 'is', null).where('revoked_at', 'is not', null);
   else if (status !== undefined) {
     query = query
       .where('accepted_at', 'is', null)

@@ -38,14 +38,20 @@ export function registerMemberRoutes(app: FastifyInstance): void {
           'Invite an e-mail with a role: the invitation e-mail goes out with a link valid 7 days (a pending invitation of the same e-mail is sent again instead)',
         body: CreateInvitationBody,
         response: {
-          200: described('The pending invitation of this e-mail, sent again with a new link', InvitationSchema),
+          200: described(
+            'The pending invitation of this e-mail, sent again with a new link',
+            InvitationSchema,
+          ),
           201: described('The invitation; its e-mail is on its way', InvitationSchema),
           ...errorResponses,
         },
       },
     },
     async (request, reply) => {
-      const { invitation, resent } = await createInvitation({ ctx: orgCtx(app, request), input: request.body });
+      const { invitation, resent } = await createInvitation({
+        ctx: orgCtx(app, request),
+        input: request.body,
+      });
       return reply.code(resent ? 200 : 201).send(invitation);
     },
   );

@@ -45,8 +45,12 @@ export const InvitationSchema = named(
     email: Type.String({ description: 'Lower-cased' }),
     role: RoleSchema,
     status: InvitationStatusSchema,
-    invited_by_account_id: Nullable(Type.String({ description: 'The person who invited (or created the key)' })),
-    invited_by_key_id: Nullable(Type.String({ description: 'The API key that invited; null from the dashboard or CLI' })),
+    invited_by_account_id: Nullable(
+      Type.String({ description: 'The person who invited (or created the key)' }),
+    ),
+    invited_by_key_id: Nullable(
+      Type.String({ description: 'The API key that invited; null from the dashboard or CLI' }),
+    ),
     sent_count: Type.Integer({ description: 'How many times the e-mail was sent' }),
     last_sent_at: Nullable(Timestamp),
     created_at: Timestamp,

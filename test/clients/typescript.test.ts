@@ -357,7 +357,9 @@ describe('the TypeScript client against tally serve', () => {
     for await (const i of tally.invitations.iterate({ status: 'pending', limit: 1 })) pending.push(i.id);
     expect(pending).toContain(invitation.id);
     expect((await tally.invitations.revoke(invitation.id)).status).toBe('revoked');
-    expect((await tally.invitations.list({ status: 'revoked' })).data.map((i) => i.id)).toContain(invitation.id);
+    expect((await tally.invitations.list({ status: 'revoked' })).data.map((i) => i.id)).toContain(
+      invitation.id,
+    );
     await expect(tally.invitations.create({ email: 'x@example.com', role: 'owner' })).rejects.toMatchObject({
       code: 'insufficient_role',
       status: 403,
@@ -385,7 +387,9 @@ describe('the TypeScript client against tally serve', () => {
     const id = analyst?.account_id ?? '';
     expect((await tally.members.get(id)).email).toBe('ts.analyst@example.com');
     expect((await tally.members.setRole(id, 'admin')).role).toBe('admin');
-    await expect(tally.invitations.create({ email: 'ts.analyst@example.com', role: 'analyst' })).rejects.toMatchObject({
+    await expect(
+      tally.invitations.create({ email: 'ts.analyst@example.com', role: 'analyst' }),
+    ).rejects.toMatchObject({
       code: 'already_member',
       status: 409,
     });

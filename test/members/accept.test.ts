@@ -39,7 +39,12 @@ describe.each(ENGINES)('accepting an invitation from its e-mail (%s)', (engine) 
   /** Invites over the API, sends the outbox over SMTP and returns the received link's path. */
   async function invite(email: string, role: string): Promise<{ id: string; path: string }> {
     h.clock.advance(1000);
-    const res = await h.request({ method: 'POST', url: '/v1/invitations', apiKey: org.apiKey, payload: { email, role } });
+    const res = await h.request({
+      method: 'POST',
+      url: '/v1/invitations',
+      apiKey: org.apiKey,
+      payload: { email, role },
+    });
     expect(res.statusCode, res.body).toBeLessThan(300);
     const before = smtp.messages.length;
     const worker = new DeliveryWorker(h.ctx, { mailTransport: createMailTransport(smtp.url) });
@@ -78,7 +83,13 @@ describe.each(ENGINES)('accepting an invitation from its e-mail (%s)', (engine) 
     expect(weak.body).toContain('role="alert"');
     const short = await create(path, 'Nia', 'short');
     expect(short.statusCode).toBe(200);
-    expect(await h.ctx.db.selectFrom('accounts').select('id').where('email', '=', 'new.person@example.com').execute()).toEqual([]);
+    expect(
+      await h.ctx.db
+        .selectFrom('accounts')
+        .select('id')
+        .where('email', '=', 'new.person@example.com')
+        .execute(),
+    ).toEqual([]);
 
     const accepted = await create(path, ' Nia Ng ');
     expect(accepted.statusCode, accepted.body).toBe(303);
@@ -98,9 +109,15 @@ describe.each(ENGINES)('accepting an invitation from its e-mail (%s)', (engine) 
     expect(await verifyPassword(PASSWORD, account.password_hash ?? '')).toBe(true);
     const members = (await h.request({ method: 'GET', url: '/v1/members', apiKey: org.apiKey })).json().data;
     expect(members).toContainEqual(
-      expect.objectContaining({ account_id: account.id, role: 'analyst', last_seen_at: h.clock.now().toISOString() }),
+      expect.objectContaining({
+        account_id: account.id,
+        role: 'analyst',
+        last_seen_at: h.clock.now().toISOString(),
+      }),
     );
-    const invitation = (await h.request({ method: 'GET', url: `/v1/invitations/${id}`, apiKey: org.apiKey })).json();
+    const invitation = (
+      await h.request({ method: 'GET', url: `/v1/invitations/${id}`, apiKey: org.apiKey })
+    ).json();
     expect(invitation).toMatchObject({ status: 'accepted', accepted_account_id: account.id });
     const audit = await h.ctx.db
       .selectFrom('audit_log')
@@ -109,7 +126,11 @@ describe.each(ENGINES)('accepting an invitation from its e-mail (%s)', (engine) 
       .where('action', '=', 'invitation.accepted')
       .execute();
     expect(audit).toHaveLength(1);
-    expect(audit[0]).toMatchObject({ target: `invitation:${id}`, actor_account_id: account.id, actor_key_id: null });
+    expect(audit[0]).toMatchObject({
+      target: `invitation:${id}`,
+      actor_account_id: account.id,
+      actor_key_id: null,
+    });
 
     // Single use: the link shows it was used, and a second acceptance changes nothing.
     const reopened = await page(h, '', path);
@@ -118,7 +139,11 @@ describe.each(ENGINES)('accepting an invitation from its e-mail (%s)', (engine) 
     const twice = await create(path, 'Mallory', 'another long passphrase');
     expect(twice.statusCode).toBe(200);
     expect(twice.headers['set-cookie']).toBeUndefined();
-    const after = await h.ctx.db.selectFrom('accounts').select('name').where('id', '=', account.id).executeTakeFirstOrThrow();
+    const after = await h.ctx.db
+      .selectFrom('accounts')
+      .select('name')
+      .where('id', '=', account.id)
+      .executeTakeFirstOrThrow();
     expect(after.name).toBe('Nia Ng');
   });
 
@@ -126,7 +151,11 @@ describe.each(ENGINES)('accepting an invitation from its e-mail (%s)', (engine) 
     const { path } = await invite('race@example.com', 'analyst');
     const results = await Promise.all([create(path, 'A'), create(path, 'B')]);
     expect(results.map((r) => r.statusCode).sort()).toEqual([200, 303]);
-    const accounts = await h.ctx.db.selectFrom('accounts').select('id').where('email', '=', 'race@example.com').execute();
+    const accounts = await h.ctx.db
+      .selectFrom('accounts')
+      .select('id')
+      .where('email', '=', 'race@example.com')
+      .execute();
     expect(accounts).toHaveLength(1);
   });
 
@@ -183,13 +212,19 @@ describe.each(ENGINES)('accepting an invitation from its e-mail (%s)', (engine) 
     expect(expired.body).toContain('This invitation has expired');
     const late = await create(path, 'Late');
     expect(late.statusCode).toBe(200);
-    expect(await h.ctx.db.selectFrom('accounts').select('id').where('email', '=', 'late@example.com').execute()).toEqual([]);
+    expect(
+      await h.ctx.db.selectFrom('accounts').select('id').where('email', '=', 'late@example.com').execute(),
+    ).toEqual([]);
   });
 
   it('a resent invitation kills the old link; a revoked one shows it was revoked', async () => {
     const first = await invite('twice@example.com', 'analyst');
     h.clock.advance(1000);
-    const resent = await h.request({ method: 'POST', url: `/v1/invitations/${first.id}/resend`, apiKey: org.apiKey });
+    const resent = await h.request({
+      method: 'POST',
+      url: `/v1/invitations/${first.id}/resend`,
+      apiKey: org.apiKey,
+    });
     expect(resent.statusCode).toBe(200);
     const old = await page(h, '', first.path);
     expect(old.statusCode).toBe(200);

@@ -25,7 +25,10 @@ describe('accepting an invitation in Chromium', { timeout: 90_000 }, () => {
   let owner: string;
   beforeAll(async () => {
     smtp = await startSmtp();
-    e = await startE2E({ rateLimiter: unlimited, env: { TALLY_PUBLIC_URL: PUBLIC, TALLY_SMTP_URL: smtp.url } });
+    e = await startE2E({
+      rateLimiter: unlimited,
+      env: { TALLY_PUBLIC_URL: PUBLIC, TALLY_SMTP_URL: smtp.url },
+    });
     owner = await addPerson(e.h, e.h.org, 'olga@acme.test', 'owner', 'Olga Owner', PASSWORD);
   });
   afterAll(async () => {
@@ -46,7 +49,9 @@ describe('accepting an invitation in Chromium', { timeout: 90_000 }, () => {
     await worker.stop();
     expect(smtp.messages).toHaveLength(1);
     const mail = await simpleParser(smtp.messages[0]?.raw ?? '');
-    const link = new RegExp(`href="(${PUBLIC}/dashboard/invitations/[A-Za-z0-9_-]+)"`).exec(String(mail.html))?.[1];
+    const link = new RegExp(`href="(${PUBLIC}/dashboard/invitations/[A-Za-z0-9_-]+)"`).exec(
+      String(mail.html),
+    )?.[1];
     expect(link).toBeDefined();
     // The e-mail's link, on the server under test (TALLY_PUBLIC_URL names where people reach it).
     const url = String(link).replace(PUBLIC, e.origin);
@@ -66,7 +71,9 @@ describe('accepting an invitation in Chromium', { timeout: 90_000 }, () => {
     await page.getByLabel('Repeat the password').fill(PASSWORD);
     await page.getByRole('button', { name: 'Create account and join' }).click();
     await page.waitForURL((u) => u.pathname === '/dashboard');
-    await expect(page.getByRole('status').textContent()).resolves.toContain('Welcome: you joined Acme as analyst.');
+    await expect(page.getByRole('status').textContent()).resolves.toContain(
+      'Welcome: you joined Acme as analyst.',
+    );
 
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Members' }).click();
     await page.waitForURL((u) => u.pathname === '/dashboard/members');
@@ -81,26 +88,39 @@ describe('accepting an invitation in Chromium', { timeout: 90_000 }, () => {
 
     // The link is used up: opened again, it says so.
     await page.goto(url);
-    await expect(page.locator('main').innerText()).resolves.toContain('This invitation has already been used.');
+    await expect(page.locator('main').innerText()).resolves.toContain(
+      'This invitation has already been used.',
+    );
     await page.screenshot({ path: `${DIR}/invitation-used-1280.png`, fullPage: true });
     expect(e.problems).toEqual([]);
   });
 
   it("an owner's Members page has the controls, at desktop and phone size", async () => {
-    const opened = await openAccountSession({ ctx: e.h.ctx, accountId: owner, orgId: e.h.org.id, method: 'password' });
+    const opened = await openAccountSession({
+      ctx: e.h.ctx,
+      accountId: owner,
+      orgId: e.h.org.id,
+      method: 'password',
+    });
     for (const [name, viewport] of [
       ['1280', { width: 1280, height: 800 }],
       ['390', { width: 390, height: 844 }],
     ] as const) {
       const { context, page } = await e.open(viewport);
-      await context.addCookies([{ name: 'tally_session', value: opened.token, url: `${e.origin}/dashboard` }]);
+      await context.addCookies([
+        { name: 'tally_session', value: opened.token, url: `${e.origin}/dashboard` },
+      ]);
       await page.goto('/dashboard/members');
       await page.getByLabel('E-mail').fill(`pat-${name}@example.com`);
       await page.getByLabel('Role', { exact: true }).selectOption('admin');
       await page.getByRole('button', { name: 'Send invitation' }).click();
       await page.waitForURL((u) => u.pathname === '/dashboard/members');
-      await expect(page.getByRole('status').textContent()).resolves.toContain(`Invitation sent to pat-${name}@example.com (admin).`);
-      await expect(page.getByRole('button', { name: 'Change the role of nia@example.com' }).count()).resolves.toBe(1);
+      await expect(page.getByRole('status').textContent()).resolves.toContain(
+        `Invitation sent to pat-${name}@example.com (admin).`,
+      );
+      await expect(
+        page.getByRole('button', { name: 'Change the role of nia@example.com' }).count(),
+      ).resolves.toBe(1);
       await page.screenshot({ path: `${DIR}/members-owner-${name}.png`, fullPage: true });
     }
     expect(e.problems).toEqual([]);

@@ -41,8 +41,12 @@ describe.each(ENGINES)('/v1/invitations over SMTP (%s)', (engine) => {
     await smtp.close();
   });
 
-  const call = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: object, key = org.apiKey) =>
-    h.request({ method, url, apiKey: key, ...(payload ? { payload } : {}) });
+  const call = (
+    method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+    url: string,
+    payload?: object,
+    key = org.apiKey,
+  ) => h.request({ method, url, apiKey: key, ...(payload ? { payload } : {}) });
 
   /** Sends what the outbox holds over SMTP and returns the new messages, parsed. */
   async function deliver() {
@@ -133,7 +137,9 @@ describe.each(ENGINES)('/v1/invitations over SMTP (%s)', (engine) => {
   });
 
   it('resends with a new link and revokes; a revoked one cannot be resent', async () => {
-    const created = (await call('POST', '/v1/invitations', { email: 'cy@example.com', role: 'analyst' })).json();
+    const created = (
+      await call('POST', '/v1/invitations', { email: 'cy@example.com', role: 'analyst' })
+    ).json();
     const [m1] = await deliver();
     // (A second apart: audit ids made in one millisecond need not sort in order across processes.)
     h.clock.advance(1000);
@@ -160,7 +166,9 @@ describe.each(ENGINES)('/v1/invitations over SMTP (%s)', (engine) => {
   });
 
   it('an invitation expires 7 days after it was last sent; an expired one may be resent', async () => {
-    const created = (await call('POST', '/v1/invitations', { email: 'dee@example.com', role: 'analyst' })).json();
+    const created = (
+      await call('POST', '/v1/invitations', { email: 'dee@example.com', role: 'analyst' })
+    ).json();
     await deliver();
     h.clock.advance(7 * DAY - 1);
     expect((await call('GET', `/v1/invitations/${created.id}`)).json().status).toBe('pending');
@@ -180,8 +188,16 @@ describe.each(ENGINES)('/v1/invitations over SMTP (%s)', (engine) => {
       409,
       'already_member',
     );
-    expectError(await call('POST', '/v1/invitations', { email: 'not-an-email', role: 'analyst' }), 422, 'validation_error');
-    expectError(await call('POST', '/v1/invitations', { email: 'x@example.com', role: 'king' }), 422, 'validation_error');
+    expectError(
+      await call('POST', '/v1/invitations', { email: 'not-an-email', role: 'analyst' }),
+      422,
+      'validation_error',
+    );
+    expectError(
+      await call('POST', '/v1/invitations', { email: 'x@example.com', role: 'king' }),
+      422,
+      'validation_error',
+    );
     expectError(
       await call('POST', '/v1/invitations', { email: 'x@example.com', role: 'analyst', extra: 1 }),
       422,
@@ -210,6 +226,10 @@ describe.each(ENGINES)('/v1/invitations over SMTP (%s)', (engine) => {
     const mine = (await call('GET', '/v1/invitations?limit=1')).json().data[0];
     const other = await h.createOrg();
     expectError(await call('GET', `/v1/invitations/${mine.id}`, undefined, other.apiKey), 404, 'not_found');
-    expectError(await call('DELETE', `/v1/invitations/${mine.id}`, undefined, other.apiKey), 404, 'not_found');
+    expectError(
+      await call('DELETE', `/v1/invitations/${mine.id}`, undefined, other.apiKey),
+      404,
+      'not_found',
+    );
   });
 });

@@ -24,8 +24,12 @@ describe.each(ENGINES)('/v1/members (%s)', (engine) => {
   });
   afterAll(async () => h.close());
 
-  const call = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: object, key = org.apiKey) =>
-    h.request({ method, url, apiKey: key, ...(payload ? { payload } : {}) });
+  const call = (
+    method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+    url: string,
+    payload?: object,
+    key = org.apiKey,
+  ) => h.request({ method, url, apiKey: key, ...(payload ? { payload } : {}) });
 
   async function openSession(accountId: string, orgId: string, lastSeen: number) {
     const id = `sess-${accountId}-${orgId}-${lastSeen}`;
@@ -128,7 +132,11 @@ describe.each(ENGINES)('/v1/members (%s)', (engine) => {
     h.clock.advance(1000);
     const res = await call('DELETE', `/v1/members/${temp}`);
     expect(res.statusCode, res.body).toBe(204);
-    const sessions = await h.ctx.db.selectFrom('account_sessions').select('id').where('account_id', '=', temp).execute();
+    const sessions = await h.ctx.db
+      .selectFrom('account_sessions')
+      .select('id')
+      .where('account_id', '=', temp)
+      .execute();
     expect(sessions.map((s) => s.id)).toEqual([there]);
     expect(sessions.map((s) => s.id)).not.toContain(here);
     expectError(await call('GET', `/v1/members/${temp}`), 404, 'not_found');

@@ -38,7 +38,8 @@ describe.each(ENGINES)('the Members page (%s)', (engine) => {
     expect(res.statusCode).toBe(200);
     expect(res.body).toContain('<a href="/dashboard/members"  aria-current="page">Members</a>');
     expect(res.body).toContain('<title>Members · Tally</title>');
-    for (const email of ['olga@acme.test', 'adam@acme.test', 'ana@acme.test']) expect(res.body).toContain(email);
+    for (const email of ['olga@acme.test', 'adam@acme.test', 'ana@acme.test'])
+      expect(res.body).toContain(email);
     expect(res.body).toContain('&lt;b&gt;Ana&lt;/b&gt;');
     expect(res.body).not.toContain('<b>Ana</b>');
     expect(res.body).not.toContain('Send invitation');
@@ -62,10 +63,16 @@ describe.each(ENGINES)('the Members page (%s)', (engine) => {
     expect(shown).toContain('Send invitation');
     expect(shown).not.toContain('<option value="owner"');
     expect(shown).toContain('Only an owner can change an owner');
-    const after = await act(cookie, '/dashboard/members/invite', { email: 'Neo@Example.com', role: 'analyst' });
+    const after = await act(cookie, '/dashboard/members/invite', {
+      email: 'Neo@Example.com',
+      role: 'analyst',
+    });
     expect(after).toContain('Invitation sent to neo@example.com (analyst).');
     expect(after).toContain('neo@example.com');
-    const owned = await act(cookie, '/dashboard/members/invite', { email: 'boss@example.com', role: 'owner' });
+    const owned = await act(cookie, '/dashboard/members/invite', {
+      email: 'boss@example.com',
+      role: 'owner',
+    });
     expect(owned).toContain('Not invited: Your role (admin) may not do this; it needs the owner role.');
     const audit = await h.ctx.db
       .selectFrom('audit_log')
@@ -75,16 +82,26 @@ describe.each(ENGINES)('the Members page (%s)', (engine) => {
       .executeTakeFirstOrThrow();
     expect(audit).toMatchObject({ actor_account_id: ids.admin, actor_key_id: null });
 
-    const invitation = await h.ctx.db.selectFrom('invitations').select('id').where('email', '=', 'neo@example.com').executeTakeFirstOrThrow();
+    const invitation = await h.ctx.db
+      .selectFrom('invitations')
+      .select('id')
+      .where('email', '=', 'neo@example.com')
+      .executeTakeFirstOrThrow();
     expect(await act(cookie, `/dashboard/members/invitations/${invitation.id}/resend`)).toContain(
       'Invitation sent again to neo@example.com; the previous link no longer works.',
     );
     const revoked = await act(cookie, `/dashboard/members/invitations/${invitation.id}/revoke`);
     expect(revoked).toContain('Invitation of neo@example.com revoked.');
     expect(revoked).toContain('No pending invitations.');
-    expect(await act(cookie, `/dashboard/members/${ids.analyst}/role`, { role: 'admin' })).toContain('ana@acme.test is now admin.');
-    expect(await act(cookie, `/dashboard/members/${ids.analyst}/role`, { role: 'analyst' })).toContain('ana@acme.test is now analyst.');
-    expect(await act(cookie, `/dashboard/members/${ids.owner}/role`, { role: 'analyst' })).toContain('Role not changed:');
+    expect(await act(cookie, `/dashboard/members/${ids.analyst}/role`, { role: 'admin' })).toContain(
+      'ana@acme.test is now admin.',
+    );
+    expect(await act(cookie, `/dashboard/members/${ids.analyst}/role`, { role: 'analyst' })).toContain(
+      'ana@acme.test is now analyst.',
+    );
+    expect(await act(cookie, `/dashboard/members/${ids.owner}/role`, { role: 'analyst' })).toContain(
+      'Role not changed:',
+    );
   });
 
   it('the last owner cannot leave or be demoted; with a second owner it can', async () => {
@@ -94,9 +111,15 @@ describe.each(ENGINES)('the Members page (%s)', (engine) => {
     expect(await act(cookie, `/dashboard/members/${ids.owner}/role`, { role: 'admin' })).toContain(
       'Role not changed: An organisation keeps at least one owner',
     );
-    expect(await act(cookie, `/dashboard/members/${ids.owner}/remove`)).toContain('Not removed: An organisation keeps at least one owner');
-    expect(await act(cookie, `/dashboard/members/${ids.admin}/role`, { role: 'owner' })).toContain('adam@acme.test is now owner.');
-    expect(await act(cookie, `/dashboard/members/${ids.owner}/role`, { role: 'admin' })).toContain('olga@acme.test is now admin.');
+    expect(await act(cookie, `/dashboard/members/${ids.owner}/remove`)).toContain(
+      'Not removed: An organisation keeps at least one owner',
+    );
+    expect(await act(cookie, `/dashboard/members/${ids.admin}/role`, { role: 'owner' })).toContain(
+      'adam@acme.test is now owner.',
+    );
+    expect(await act(cookie, `/dashboard/members/${ids.owner}/role`, { role: 'admin' })).toContain(
+      'olga@acme.test is now admin.',
+    );
     // Olga's own session now acts as admin: she may no longer touch the owner.
     expect((await page(h, cookie, '/dashboard/members')).body).toContain('Only an owner can change an owner');
   });

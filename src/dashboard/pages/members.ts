@@ -12,7 +12,13 @@ import {
   revokeInvitation,
   type InvitationView,
 } from '../../members/invitations.js';
-import { changeMemberRole, getMember, listMembers, removeMember, type MemberView } from '../../members/members.js';
+import {
+  changeMemberRole,
+  getMember,
+  listMembers,
+  removeMember,
+  type MemberView,
+} from '../../members/members.js';
 import type { OrgCtx } from '../../context.js';
 import { dateTime } from '../format.js';
 import { html, type SafeHtml } from '../html.js';
@@ -58,27 +64,41 @@ function membersTable(ctx: OrgCtx, members: MemberView[], token: string, self: s
         ${members.map(
           (m) =>
             html`<tr>
-              <td class="wrap">${m.email}${m.account_id === self ? html` <span class="badge">you</span>` : ''}</td>
+              <td class="wrap">
+                ${m.email}${m.account_id === self ? html` <span class="badge">you</span>` : ''}
+              </td>
               <td class="wrap">${m.name ?? html`<span class="muted">—</span>`}</td>
               <td><span class="badge">${m.role}</span></td>
               <td>${dateTime(m.since)}</td>
-              <td>${m.last_seen_at === null ? html`<span class="muted">—</span>` : dateTime(m.last_seen_at)}</td>
+              <td>
+                ${m.last_seen_at === null ? html`<span class="muted">—</span>` : dateTime(m.last_seen_at)}
+              </td>
               ${
                 hasRole(ctx, 'admin')
                   ? html`<td>
                       ${
                         manages(ctx, m.role)
                           ? html`<div class="button-row">
-                              <form method="post" action="/dashboard/members/${m.account_id}/role" class="role-form">
+                              <form
+                                method="post"
+                                action="/dashboard/members/${m.account_id}/role"
+                                class="role-form"
+                              >
                                 ${csrfField(token)}
                                 <label class="sr-only" for="role-${m.account_id}">Role of ${m.email}</label>
                                 <select id="role-${m.account_id}" name="role">
                                   ${roles.map(
                                     (r) =>
-                                      html`<option value="${r}" ${r === m.role ? html` selected` : ''}>${r}</option>`,
+                                      html`<option value="${r}" ${r === m.role ? html` selected` : ''}>
+                                        ${r}
+                                      </option>`,
                                   )}
                                 </select>
-                                <button type="submit" class="button quiet small" aria-label="Change the role of ${m.email}">
+                                <button
+                                  type="submit"
+                                  class="button quiet small"
+                                  aria-label="Change the role of ${m.email}"
+                                >
                                   Change role
                                 </button>
                               </form>
@@ -120,7 +140,9 @@ function invitationsTable(ctx: OrgCtx, invitations: InvitationView[], token: str
             html`<tr>
               <td class="wrap">${i.email}</td>
               <td><span class="badge">${i.role}</span></td>
-              <td>${dateTime(i.last_sent_at)}${i.sent_count > 1 ? html` <span class="muted">(${i.sent_count}×)</span>` : ''}</td>
+              <td>
+                ${dateTime(i.last_sent_at)}${i.sent_count > 1 ? html` <span class="muted">(${i.sent_count}×)</span>` : ''}
+              </td>
               <td>${dateTime(i.expires_at)}</td>
               ${
                 hasRole(ctx, 'admin')
@@ -130,13 +152,21 @@ function invitationsTable(ctx: OrgCtx, invitations: InvitationView[], token: str
                           ? html`<div class="button-row">
                               <form method="post" action="/dashboard/members/invitations/${i.id}/resend">
                                 ${csrfField(token)}
-                                <button type="submit" class="button quiet small" aria-label="Resend the invitation of ${i.email}">
+                                <button
+                                  type="submit"
+                                  class="button quiet small"
+                                  aria-label="Resend the invitation of ${i.email}"
+                                >
                                   Resend
                                 </button>
                               </form>
                               <form method="post" action="/dashboard/members/invitations/${i.id}/revoke">
                                 ${csrfField(token)}
-                                <button type="submit" class="button danger small" aria-label="Revoke the invitation of ${i.email}">
+                                <button
+                                  type="submit"
+                                  class="button danger small"
+                                  aria-label="Revoke the invitation of ${i.email}"
+                                >
                                   Revoke
                                 </button>
                               </form>
@@ -269,7 +299,9 @@ function registerMemberControls(dash: FastifyInstance, app: FastifyInstance): vo
       <p>Their sessions in this organisation end at their next request. They can be invited again.</p>
       <div class="button-row">
         <form method="post" action="/dashboard/members/${m.account_id}/remove">
-          ${csrfField(session(request).csrfToken)}<button type="submit" class="button danger">Remove member</button>
+          ${csrfField(session(request).csrfToken)}<button type="submit" class="button danger">
+            Remove member
+          </button>
         </form>
         <a class="button quiet" href="${back}">Cancel</a>
       </div>
@@ -292,7 +324,12 @@ function registerMemberControls(dash: FastifyInstance, app: FastifyInstance): vo
 }
 
 /** The frame of the invitation page, which needs no session (like the sign-in page). */
-function invitationFrame(title: string, body: SafeHtml, status: 'error' | 'info' | null = null, message = ''): string {
+function invitationFrame(
+  title: string,
+  body: SafeHtml,
+  status: 'error' | 'info' | null = null,
+  message = '',
+): string {
   return `<!doctype html>\n${
     html`<html lang="en">
       <head>
@@ -363,7 +400,9 @@ function invitationPage(
         required
         aria-describedby="password-hint"
       />
-      <small id="password-hint" class="muted">At least 12 characters; not your e-mail, not a common password.</small>
+      <small id="password-hint" class="muted"
+        >At least 12 characters; not your e-mail, not a common password.</small
+      >
       <label for="password_again">Repeat the password</label>
       <input id="password_again" name="password_again" type="password" autocomplete="new-password" required />
       <button type="submit" class="button">Create account and join</button>
@@ -379,7 +418,8 @@ function invitationPage(
         ${invitation.email} already has a Tally account.
         ${
           signedIn !== null
-            ? html`You are signed in as ${signedIn.email ?? 'someone else'}: sign out, then sign in as ${invitation.email}.`
+            ? html`You are signed in as ${signedIn.email ?? 'someone else'}: sign out, then sign in as
+              ${invitation.email}.`
             : html`Sign in as ${invitation.email}, then open this link again (or press the button) to join.`
         }
       </p>
@@ -389,7 +429,12 @@ function invitationPage(
       </form>
       <p><a href="/dashboard/login">Go to the sign-in page</a></p>`;
   }
-  return invitationFrame('Join an organisation', html`${intro}${form}`, message?.status ?? null, message?.text ?? '');
+  return invitationFrame(
+    'Join an organisation',
+    html`${intro}${form}`,
+    message?.status ?? null,
+    message?.text ?? '',
+  );
 }
 
 /**
@@ -417,52 +462,63 @@ function registerInvitationPages(dash: FastifyInstance, app: FastifyInstance): v
     return reply.type('text/html; charset=utf-8').send(page);
   });
 
-  dash.post<{ Params: { token: string }; Body: Form }>('/invitations/:token', open, async (request, reply) => {
-    const ctx = serviceCtx(app.tally);
-    const token = request.params.token;
-    const form = request.body instanceof Map ? request.body : (new Map() as Form);
-    const signedIn = await signedInAs(request);
-    const again = async (text: string) => {
-      const lookup = await lookupInvitation(ctx, token);
-      const page = invitationPage(lookup, token, signedIn, { status: 'error', text }, field(form, 'name').slice(0, 200));
-      return reply.type('text/html; charset=utf-8').send(page);
-    };
-    let acceptance: Parameters<typeof acceptInvitation>[0]['acceptance'];
-    if (field(form, 'intent') === 'create') {
-      const password = field(form, 'password');
-      if (password !== field(form, 'password_again')) return again('The two passwords differ. Type them again.');
-      acceptance = { kind: 'new', name: field(form, 'name'), password };
-    } else {
-      if (signedIn === null || !tokensMatch(signedIn.csrfToken, field(form, 'csrf_token'))) {
+  dash.post<{ Params: { token: string }; Body: Form }>(
+    '/invitations/:token',
+    open,
+    async (request, reply) => {
+      const ctx = serviceCtx(app.tally);
+      const token = request.params.token;
+      const form = request.body instanceof Map ? request.body : (new Map() as Form);
+      const signedIn = await signedInAs(request);
+      const again = async (text: string) => {
         const lookup = await lookupInvitation(ctx, token);
-        const email = lookup.status === 'pending' ? lookup.invitation.email : 'the invited address';
-        return again(`Sign in as ${email} first, then open the invitation's link again.`);
+        const page = invitationPage(
+          lookup,
+          token,
+          signedIn,
+          { status: 'error', text },
+          field(form, 'name').slice(0, 200),
+        );
+        return reply.type('text/html; charset=utf-8').send(page);
+      };
+      let acceptance: Parameters<typeof acceptInvitation>[0]['acceptance'];
+      if (field(form, 'intent') === 'create') {
+        const password = field(form, 'password');
+        if (password !== field(form, 'password_again'))
+          return again('The two passwords differ. Type them again.');
+        acceptance = { kind: 'new', name: field(form, 'name'), password };
+      } else {
+        if (signedIn === null || !tokensMatch(signedIn.csrfToken, field(form, 'csrf_token'))) {
+          const lookup = await lookupInvitation(ctx, token);
+          const email = lookup.status === 'pending' ? lookup.invitation.email : 'the invited address';
+          return again(`Sign in as ${email} first, then open the invitation's link again.`);
+        }
+        acceptance = { kind: 'signed_in', accountId: signedIn.accountId };
       }
-      acceptance = { kind: 'signed_in', accountId: signedIn.accountId };
-    }
-    let accepted;
-    try {
-      accepted = await acceptInvitation({ ctx, token, acceptance });
-    } catch (error) {
-      if (!(error instanceof AppError) || error.status >= 500) throw error;
-      const d = error.details?.[0];
-      return again(d ? d.message : error.message);
-    }
-    const opened = await signInBrowser({
-      ctx,
-      request,
-      reply,
-      accountId: accepted.accountId,
-      orgId: accepted.org.id,
-      method: 'invitation',
-    });
-    await setAccountSessionFlash(
-      ctx,
-      tokenHash(opened.token),
-      `Welcome: you joined ${accepted.org.name} as ${accepted.role}.`,
-    );
-    return reply.redirect('/dashboard', 303);
-  });
+      let accepted;
+      try {
+        accepted = await acceptInvitation({ ctx, token, acceptance });
+      } catch (error) {
+        if (!(error instanceof AppError) || error.status >= 500) throw error;
+        const d = error.details?.[0];
+        return again(d ? d.message : error.message);
+      }
+      const opened = await signInBrowser({
+        ctx,
+        request,
+        reply,
+        accountId: accepted.accountId,
+        orgId: accepted.org.id,
+        method: 'invitation',
+      });
+      await setAccountSessionFlash(
+        ctx,
+        tokenHash(opened.token),
+        `Welcome: you joined ${accepted.org.name} as ${accepted.role}.`,
+      );
+      return reply.redirect('/dashboard', 303);
+    },
+  );
 }
 
 export function registerMemberPages(dash: FastifyInstance, app: FastifyInstance): void {
