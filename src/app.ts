@@ -22,6 +22,7 @@ import { foldLag } from './fold/tail.js';
 import { TailMeter } from './fold/tail-meter.js';
 import { registerTrackingRoutes } from './tracking/routes.js';
 import { registerWebhookRoutes } from './webhooks/routes.js';
+import { registerMemberRoutes } from './members/routes.js';
 
 /** The whole application: the HTTP server, the folding stage's gauges and every feature's routes. */
 export async function buildApp(deps: AppDeps, options: ServerOptions = {}): Promise<FastifyInstance> {
@@ -59,6 +60,7 @@ export async function buildApp(deps: AppDeps, options: ServerOptions = {}): Prom
     registerPaybackRoutes(v1);
     registerReportEmailRoutes(v1);
     registerPeriodRoutes(v1);
+    registerMemberRoutes(v1);
   });
   await registerDashboard(app);
   registerReference(app);

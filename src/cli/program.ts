@@ -15,6 +15,7 @@ import { registerBudgetCommands } from '../budgets/cli.js';
 import { registerPeriodCommands } from '../periods/cli.js';
 import { print } from './output.js';
 import { registerOtlpCommands } from '../otlp/cli.js';
+import { membersGroup, registerMemberCommands } from '../members/cli.js';
 
 function number(value: string): number {
   const n = Number(value);
@@ -298,6 +299,8 @@ export function buildCli(): Command {
     });
 
   registerOtlpCommands(program, withCtx);
+
+  registerMemberCommands(membersGroup(program), withCtx);
 
   const secrets = program
     .command('secrets')

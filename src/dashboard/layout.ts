@@ -12,6 +12,7 @@ export const NAV = [
   ['Settings', '/dashboard/settings'],
   ['OpenTelemetry', '/dashboard/opentelemetry'],
   ['Periods', '/dashboard/periods'],
+  ['Members', '/dashboard/members'],
 ] as const;
 
 export type Section = (typeof NAV)[number][0];

@@ -17,6 +17,7 @@ import { registerUsagePage } from './pages/usage.js';
 import { registerWebhookPages } from './pages/webhooks.js';
 import { registerOpenTelemetryPage } from './pages/opentelemetry.js';
 import { registerPeriodPages } from './pages/periods.js';
+import { registerMemberPages } from './pages/members.js';
 import {
   clearSessionCookie,
   readCookie,
@@ -57,6 +58,7 @@ function parseForm(body: string): Form {
 const ENDED_MESSAGES: Record<string, string> = {
   expired: 'Your session ended after a period without activity (or after 12 hours). Sign in again.',
   revoked: 'The API key of your session was revoked, so the session ended. Sign in with another admin key.',
+  removed: 'You are no longer a member of that organisation, so the session ended.',
   signed_out: 'You are signed out.',
 };
 
@@ -219,6 +221,7 @@ export async function registerDashboard(app: FastifyInstance): Promise<void> {
       registerPaybackPages(dash, app);
       registerBudgetEmailPages(dash, app);
       registerBudgetPages(dash, app);
+      registerMemberPages(dash, app);
     },
     { prefix: '/dashboard' },
   );

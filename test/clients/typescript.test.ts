@@ -5,6 +5,12 @@ import { createServer as createTcpServer, type AddressInfo, type Socket } from '
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Tally, TallyError, verifyWebhook, type TrackBatchItem } from '../../clients/typescript/src/index.js';
+import type * as T from '../../clients/typescript/src/types.js';
+import { addMembership, createAccount } from '../../src/accounts/store.js';
+import { systemClock } from '../../src/clock.js';
+import { loadConfig } from '../../src/config.js';
+import { authenticate } from '../../src/orgs/authenticator.js';
+import { openStorage } from '../../src/storage/db.js';
 import { CLIENT_TYPES_FILE, generateClientTypes } from '../../scripts/generate-client-types.js';
 import { tempFile } from '../support/temp.js';
 import { startDroppingProxy, startReceiver, startTally, type Served } from './service.js';
@@ -360,6 +366,56 @@ describe('the TypeScript client against tally serve', () => {
     );
     expect((await tally.periods.reopen('2024-01', 'TS fix')).reopen_reason).toBe('TS fix');
     expect((await tally.periods.statements('2024-01')).data).toHaveLength(1);
+  });
+
+  it('invites, resends and revokes, and manages members with their roles', async () => {
+    const invitation = await tally.invitations.create({ email: 'TS.Person@example.com', role: 'analyst' });
+    expect(invitation).toMatchObject({ email: 'ts.person@example.com', role: 'analyst', status: 'pending' });
+    expect((await tally.invitations.get(invitation.id)).sent_count).toBe(1);
+    expect((await tally.invitations.resend(invitation.id)).sent_count).toBe(2);
+    const pending: string[] = [];
+    for await (const i of tally.invitations.iterate({ status: 'pending', limit: 1 })) pending.push(i.id);
+    expect(pending).toContain(invitation.id);
+    expect((await tally.invitations.revoke(invitation.id)).status).toBe('revoked');
+    expect((await tally.invitations.list({ status: 'revoked' })).data.map((i) => i.id)).toContain(
+      invitation.id,
+    );
+    await expect(tally.invitations.create({ email: 'x@example.com', role: 'owner' })).rejects.toMatchObject({
+      code: 'insufficient_role',
+      status: 403,
+    });
+
+    // A person of the organisation, made the way an accepted invitation does.
+    const storage = openStorage(served.env.TALLY_DATABASE_URL ?? '');
+    try {
+      const ctx = { db: storage.db, engine: storage.engine, clock: systemClock, config: loadConfig({}) };
+      const orgId = (await authenticate({ ctx, token: served.apiKey })).org.id;
+      for (const [email, role] of [
+        ['ts.owner@example.com', 'owner'],
+        ['ts.analyst@example.com', 'analyst'],
+      ] as const) {
+        const account = await createAccount({ ctx, email });
+        await addMembership({ ctx, orgId, accountId: account.id, role });
+      }
+    } finally {
+      await storage.close();
+    }
+    const members: T.Member[] = [];
+    for await (const m of tally.members.iterate({ limit: 1 })) members.push(m);
+    const analyst = members.find((m) => m.email === 'ts.analyst@example.com');
+    expect(analyst).toMatchObject({ role: 'analyst', last_seen_at: null });
+    const id = analyst?.account_id ?? '';
+    expect((await tally.members.get(id)).email).toBe('ts.analyst@example.com');
+    expect((await tally.members.setRole(id, 'admin')).role).toBe('admin');
+    await expect(
+      tally.invitations.create({ email: 'ts.analyst@example.com', role: 'analyst' }),
+    ).rejects.toMatchObject({
+      code: 'already_member',
+      status: 409,
+    });
+    await tally.members.remove(id);
+    await expect(tally.members.get(id)).rejects.toMatchObject({ code: 'not_found', status: 404 });
+    expect((await tally.members.list()).data.map((m) => m.email)).toEqual(['ts.owner@example.com']);
   });
 
   it('manages task types, settings, webhooks and reads the audit log', async () => {

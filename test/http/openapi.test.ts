@@ -2,6 +2,7 @@ import { createConfig, lintFromString } from '@redocly/openapi-core';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import type { InjectOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { addMembership, createAccount } from '../../src/accounts/store.js';
 import { ERROR_STATUS } from '../../src/errors.js';
 import { createHarness, type Harness, type TestOrg } from '../support/harness.js';
 import { responseChecker, type OpenApiDocument } from '../support/openapi.js';
@@ -504,6 +505,46 @@ describe('the OpenAPI document', () => {
     }
     expect((await post(reopen, '/v1/periods/2026-09/reopen', { reason: 'fix' })).statusCode).toBe(200);
     expect((await post(reopen, '/v1/periods/2026-09/reopen', { reason: 'fix' })).statusCode).toBe(422);
+
+    // Members and invitations
+    h.clock.advance(1000);
+    const invitations = '/v1/invitations';
+    const invite = (payload: object) => call(invitations, { method: 'POST', url: invitations, payload });
+    const invited = await invite({ email: 'ana@example.com', role: 'analyst' });
+    expect(invited.statusCode).toBe(201);
+    expect((await invite({ email: 'ana@example.com', role: 'admin' })).statusCode).toBe(200);
+    expect((await invite({ email: 'ana@example.com', role: 'king' })).statusCode).toBe(422);
+    expect((await get(invitations, invitations)).statusCode).toBe(200);
+    expect((await get(invitations, `${invitations}?status=lost`)).statusCode).toBe(422);
+    const invitationId = invited.json<{ id: string }>().id;
+    const oneInvitation = '/v1/invitations/{id}';
+    expect((await get(oneInvitation, `${invitations}/${invitationId}`)).statusCode).toBe(200);
+    expect((await get(oneInvitation, `${invitations}/inv_nope`)).statusCode).toBe(404);
+    const resend = '/v1/invitations/{id}/resend';
+    expect(
+      (await call(resend, { method: 'POST', url: `${invitations}/${invitationId}/resend` })).statusCode,
+    ).toBe(200);
+    expect((await call(resend, { method: 'POST', url: `${invitations}/inv_nope/resend` })).statusCode).toBe(
+      404,
+    );
+    const revoke = { method: 'DELETE' as const, url: `${invitations}/${invitationId}` };
+    expect((await call(oneInvitation, revoke)).statusCode).toBe(200);
+    expect((await call(oneInvitation, { ...revoke, url: `${invitations}/inv_nope` })).statusCode).toBe(404);
+    const person = await createAccount({ ctx: h.ctx, email: 'member@example.com' });
+    await addMembership({ ctx: h.ctx, orgId: h.org.id, accountId: person.id, role: 'analyst' });
+    const members = '/v1/members';
+    expect((await get(members, members)).statusCode).toBe(200);
+    expect((await get(members, `${members}?limit=0`)).statusCode).toBe(422);
+    const oneMember = '/v1/members/{account_id}';
+    expect((await get(oneMember, `${members}/${person.id}`)).statusCode).toBe(200);
+    expect((await get(oneMember, `${members}/acct_nope`)).statusCode).toBe(404);
+    const patchMember = (payload: object) =>
+      call(oneMember, { method: 'PATCH', url: `${members}/${person.id}`, payload });
+    expect((await patchMember({ role: 'admin' })).statusCode).toBe(200);
+    expect((await patchMember({ role: 'owner' })).statusCode).toBe(403);
+    const removeMember = { method: 'DELETE' as const, url: `${members}/${person.id}` };
+    expect((await call(oneMember, removeMember)).statusCode).toBe(204);
+    expect((await call(oneMember, removeMember)).statusCode).toBe(404);
 
     // Every operation answered at least one success and one error.
     const seen = checker.seen();

@@ -15,6 +15,10 @@ from .types import (
     BudgetList,
     FixedCost,
     FixedCostList,
+    Invitation,
+    InvitationList,
+    Member,
+    MemberList,
     Forecast,
     Payback,
     Period,
@@ -271,6 +275,53 @@ class Tally:
 
     def delete_fixed_cost(self, cost_id: str) -> None:
         self._call("DELETE", f"/v1/fixed-costs/{_seg(cost_id)}", retry="rate_limited")
+
+    # members and invitations (admin keys)
+
+    def create_invitation(self, email: str, role: str) -> Invitation:
+        """Invites ``email`` as ``owner``, ``admin`` or ``analyst``: the e-mail goes out with a link valid
+        7 days. A pending invitation of the same e-mail is sent again (new link) instead."""
+        body = {"email": email, "role": role}
+        return cast(Invitation, self._call("POST", "/v1/invitations", body=body, retry="rate_limited"))
+
+    def list_invitations(self, *, status: Optional[str] = None, limit: Optional[int] = None,
+                         cursor: Optional[str] = None) -> InvitationList:
+        """``status``: ``pending``, ``accepted``, ``revoked`` or ``expired``."""
+        query = {"status": status, "limit": limit, "cursor": cursor}
+        return cast(InvitationList, self._call("GET", "/v1/invitations", query=query))
+
+    def iter_invitations(self, *, status: Optional[str] = None,
+                         limit: Optional[int] = None) -> Iterator[Invitation]:
+        return self._pages(
+            lambda c: cast(Dict[str, Any], self.list_invitations(status=status, limit=limit, cursor=c)))
+
+    def get_invitation(self, invitation_id: str) -> Invitation:
+        return cast(Invitation, self._call("GET", f"/v1/invitations/{_seg(invitation_id)}"))
+
+    def resend_invitation(self, invitation_id: str) -> Invitation:
+        """Sends it again with a new link valid 7 days; the previous link stops working."""
+        path = f"/v1/invitations/{_seg(invitation_id)}/resend"
+        return cast(Invitation, self._call("POST", path, retry="rate_limited"))
+
+    def revoke_invitation(self, invitation_id: str) -> Invitation:
+        return cast(Invitation, self._call("DELETE", f"/v1/invitations/{_seg(invitation_id)}"))
+
+    def list_members(self, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> MemberList:
+        return cast(MemberList, self._call("GET", "/v1/members", query={"limit": limit, "cursor": cursor}))
+
+    def iter_members(self, *, limit: Optional[int] = None) -> Iterator[Member]:
+        return self._pages(lambda c: cast(Dict[str, Any], self.list_members(limit=limit, cursor=c)))
+
+    def get_member(self, account_id: str) -> Member:
+        return cast(Member, self._call("GET", f"/v1/members/{_seg(account_id)}"))
+
+    def set_member_role(self, account_id: str, role: str) -> Member:
+        """Changes a member's role; demoting the last owner is refused (409 ``last_owner``)."""
+        return cast(Member, self._call("PATCH", f"/v1/members/{_seg(account_id)}", body={"role": role}))
+
+    def remove_member(self, account_id: str) -> None:
+        """Removes a member; their sessions in the organisation end at their next request."""
+        self._call("DELETE", f"/v1/members/{_seg(account_id)}", retry="rate_limited")
 
     def create_report_schedule(self, frequency: str, recipients: List[str]) -> ReportSchedule:
         """A ``weekly`` or ``monthly`` report e-mail (HTML summary, CSV attached) to ``recipients``."""

@@ -446,6 +446,44 @@ class ReportScheduleList(TypedDict):
     next_cursor: Optional[str]
 
 
+Role = Literal["owner", "admin", "analyst"]
+
+
+class Invitation(TypedDict):
+    id: str
+    email: str
+    role: Role
+    status: Literal["pending", "accepted", "revoked", "expired"]
+    invited_by_account_id: Optional[str]
+    invited_by_key_id: Optional[str]
+    sent_count: int
+    last_sent_at: Optional[str]
+    created_at: str
+    expires_at: str
+    accepted_at: Optional[str]
+    accepted_account_id: Optional[str]
+    revoked_at: Optional[str]
+
+
+class InvitationList(TypedDict):
+    data: List[Invitation]
+    next_cursor: Optional[str]
+
+
+class Member(TypedDict):
+    account_id: str
+    email: str
+    name: Optional[str]
+    role: Role
+    since: str
+    last_seen_at: Optional[str]
+
+
+class MemberList(TypedDict):
+    data: List[Member]
+    next_cursor: Optional[str]
+
+
 class WebhookEnvelope(TypedDict):
     """The body of every delivery: ``data`` is an Event for ``event.created``."""
 

@@ -6,6 +6,7 @@ import json
 import os
 import re
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -290,6 +291,43 @@ class BudgetsAndPaybackTest(unittest.TestCase):
         self.assertEqual(payback["months"], service.get("/v1/reports/payback?period=all")["months"])
         self.assertGreaterEqual(payback["period"]["fixed_costs"], 200)
         self.tally.delete_fixed_cost(cost["id"])
+
+    def test_invitations_and_members(self) -> None:
+        invitation = self.tally.create_invitation("Py.Person@example.com", "analyst")
+        self.assertEqual(invitation["email"], "py.person@example.com")
+        self.assertEqual(invitation["status"], "pending")
+        self.assertEqual(self.tally.get_invitation(invitation["id"])["sent_count"], 1)
+        self.assertEqual(self.tally.resend_invitation(invitation["id"])["sent_count"], 2)
+        pending = [i["id"] for i in self.tally.iter_invitations(status="pending", limit=1)]
+        self.assertIn(invitation["id"], pending)
+        self.assertEqual(self.tally.revoke_invitation(invitation["id"])["status"], "revoked")
+        with self.assertRaises(TallyError) as owner:
+            self.tally.create_invitation("x@example.com", "owner")
+        self.assertEqual((owner.exception.code, owner.exception.status), ("insufficient_role", 403))
+
+        # People of the organisation, written the way an accepted invitation leaves them.
+        owner_id, analyst_id = "acct_01KAQ" + "Z" * 20 + "1", "acct_01KAQ" + "Z" * 20 + "2"
+        key_id = service.api_key.split("_")[2]
+        now = int(time.time() * 1000)
+        with sqlite3.connect(service.env["TALLY_DATABASE_URL"][len("sqlite:"):]) as db:
+            (org_id,) = db.execute("select org_id from api_keys where id = ?", (key_id,)).fetchone()
+            for account_id, email, role in ((owner_id, "py.owner@example.com", "owner"),
+                                            (analyst_id, "py.analyst@example.com", "analyst")):
+                db.execute("insert into accounts (id, email, created_at, updated_at) values (?, ?, ?, ?)",
+                           (account_id, email, now, now))
+                db.execute("insert into memberships values (?, ?, ?, ?, ?)", (org_id, account_id, role, now, now))
+        members = {m["email"]: m for m in self.tally.iter_members(limit=1)}
+        self.assertEqual(members["py.analyst@example.com"]["role"], "analyst")
+        self.assertEqual(self.tally.get_member(analyst_id)["email"], "py.analyst@example.com")
+        self.assertEqual(self.tally.set_member_role(analyst_id, "admin")["role"], "admin")
+        with self.assertRaises(TallyError) as member:
+            self.tally.create_invitation("py.analyst@example.com", "analyst")
+        self.assertEqual((member.exception.code, member.exception.status), ("already_member", 409))
+        self.tally.remove_member(analyst_id)
+        with self.assertRaises(TallyError) as gone:
+            self.tally.get_member(analyst_id)
+        self.assertEqual(gone.exception.status, 404)
+        self.assertEqual([m["email"] for m in self.tally.list_members()["data"]], ["py.owner@example.com"])
 
     def test_budgets_and_report_schedules(self) -> None:
         budget = self.tally.create_budget("Py bot", "agent", 1, scope_value="py-bot", thresholds=[90, 50])

@@ -435,6 +435,66 @@ export class Tally {
       }),
   };
 
+  // Members and invitations (admin keys)
+
+  readonly invitations = {
+    /** Invites an e-mail with a role; a pending invitation of the same e-mail is sent again instead. */
+    create: (body: T.CreateInvitationRequest, call?: CallOptions) =>
+      this.request<T.Invitation>({
+        method: 'POST',
+        path: '/v1/invitations',
+        body,
+        retry: 'rate_limited',
+        signal: call?.signal,
+      }),
+    list: (query: T.ListInvitationsQuery = {}, call?: CallOptions) =>
+      this.get<T.InvitationList>('/v1/invitations', query, call),
+    iterate: (query: T.ListInvitationsQuery = {}) =>
+      this.pages((cursor) => this.invitations.list({ ...query, cursor })),
+    get: (id: string, call?: CallOptions) => this.get<T.Invitation>(`/v1/invitations/${seg(id)}`, {}, call),
+    /** Sends it again with a new link valid 7 days; the previous link stops working. */
+    resend: (id: string, call?: CallOptions) =>
+      this.request<T.Invitation>({
+        method: 'POST',
+        path: `/v1/invitations/${seg(id)}/resend`,
+        retry: 'rate_limited',
+        signal: call?.signal,
+      }),
+    /** Revokes it (again is a no-op). */
+    revoke: (id: string, call?: CallOptions) =>
+      this.request<T.Invitation>({
+        method: 'DELETE',
+        path: `/v1/invitations/${seg(id)}`,
+        retry: 'all',
+        signal: call?.signal,
+      }),
+  };
+
+  readonly members = {
+    list: (query: T.PageQuery = {}, call?: CallOptions) => this.get<T.MemberList>('/v1/members', query, call),
+    iterate: (query: T.PageQuery = {}) => this.pages((cursor) => this.members.list({ ...query, cursor })),
+    get: (accountId: string, call?: CallOptions) =>
+      this.get<T.Member>(`/v1/members/${seg(accountId)}`, {}, call),
+    /** Changes a member's role; demoting the last owner is refused (409 last_owner). */
+    setRole: (accountId: string, role: T.Role, call?: CallOptions) =>
+      this.request<T.Member>({
+        method: 'PATCH',
+        path: `/v1/members/${seg(accountId)}`,
+        body: { role },
+        retry: 'all',
+        signal: call?.signal,
+      }),
+    /** Removes a member; their sessions in the organisation end at their next request. */
+    remove: async (accountId: string, call?: CallOptions): Promise<void> => {
+      await this.request<void>({
+        method: 'DELETE',
+        path: `/v1/members/${seg(accountId)}`,
+        retry: 'rate_limited',
+        signal: call?.signal,
+      });
+    },
+  };
+
   // Settings and the audit log
 
   readonly settings = {

@@ -59,6 +59,14 @@ export type PeriodStatement = Schemas['PeriodStatement'];
 export type PeriodStatementList = Schemas['PeriodStatementList'];
 export type PeriodChanges = Schemas['PeriodChanges'];
 export type ClosedPeriodNote = Schemas['ClosedPeriodNote'];
+export type Role = Schemas['Role'];
+export type Invitation = Schemas['Invitation'];
+export type InvitationList = Schemas['InvitationList'];
+export type InvitationStatus = Schemas['InvitationStatus'];
+export type CreateInvitationRequest = Schemas['CreateInvitationRequest'];
+export type Member = Schemas['Member'];
+export type MemberList = Schemas['MemberList'];
+export type UpdateMemberRequest = Schemas['UpdateMemberRequest'];
 
 /** `metadata.KEY=VALUE` report filters, as `{ KEY: VALUE }`. */
 type MetadataFilter = { metadata?: Record<string, string> };
@@ -71,6 +79,7 @@ export type ListTaskTypesQuery = Query<'listTaskTypes'>;
 export type PageQuery = Query<'listWebhooks'>;
 export type ForecastQuery = Query<'getForecast'> & MetadataFilter;
 export type PaybackQuery = Query<'getPayback'>;
+export type ListInvitationsQuery = Query<'listInvitations'>;
 
 /** Webhook payloads (DESIGN §8): the body of every delivery, as signed. */
 export interface WeeklyDigest {
