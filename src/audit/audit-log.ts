@@ -21,7 +21,11 @@ export type AuditAction =
   | 'budget.deleted'
   | 'fixed_cost.created'
   | 'fixed_cost.updated'
-  | 'fixed_cost.deleted';
+  | 'fixed_cost.deleted'
+  | 'sso.configured'
+  | 'sso.removed'
+  | 'sso.signed_in'
+  | 'sso.sign_in_failed';
 
 export interface AuditEntry {
   action: AuditAction;
