@@ -1,3 +1,4 @@
+import type { Actor } from './accounts/actor.js';
 import type { Clock } from './clock.js';
 import type { Config } from './config.js';
 import type { Connections, DbOrTrx, Engine } from './storage/db.js';
@@ -16,10 +17,15 @@ export interface ServiceCtx {
   storage?: Connections;
 }
 
-/** A verb acting for one organisation; `actorKeyId` is null when the CLI acts. */
+/** A verb acting for one organisation; `actorKeyId` is null when the CLI or a person acts. */
 export interface OrgCtx extends ServiceCtx {
   org: Organization;
   actorKeyId: string | null;
+  /**
+   * Who acts: a person with their role, an API key, or the operator (accounts/authorize.ts).
+   * Absent: the operator when `actorKeyId` is null, else an admin key (accounts/authorize.ts actorOf).
+   */
+  actor?: Actor;
   /**
    * The organisation's task-type overrides when they were read with its API key (PostgreSQL,
    * orgs/api-keys.ts); tracking then uses them instead of reading them again.

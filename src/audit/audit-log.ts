@@ -1,3 +1,4 @@
+import { actorAccountId, actorOf } from '../accounts/authorize.js';
 import type { OrgCtx } from '../context.js';
 import { newId } from '../ids.js';
 import type { AuditLogRow } from '../storage/schema.js';
@@ -51,7 +52,7 @@ export async function recordAudit(ctx: OrgCtx, entry: AuditEntry): Promise<void>
       before: entry.before === undefined || entry.before === null ? null : JSON.stringify(entry.before),
       after: entry.after === undefined || entry.after === null ? null : JSON.stringify(entry.after),
       reason: entry.reason ?? null,
-      actor_account_id: null,
+      actor_account_id: actorAccountId(actorOf(ctx)),
     })
     .execute();
 }

@@ -43,6 +43,7 @@ export function dashboardCtx(app: FastifyInstance, request: FastifyRequest): Org
     storage,
     org: session.org,
     actorKeyId: session.keyId,
+    actor: session.actor,
   };
 }
 
@@ -73,7 +74,7 @@ export async function redirectWithNotice(
   location: string,
   notice: string,
 ) {
-  await setFlash(serviceCtx(app.tally), session(request).id, notice);
+  await setFlash(serviceCtx(app.tally), session(request), notice);
   return reply.redirect(location, 303);
 }
 

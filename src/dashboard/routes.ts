@@ -56,6 +56,7 @@ function parseForm(body: string): Form {
 const ENDED_MESSAGES: Record<string, string> = {
   expired: 'Your session ended after a period without activity (or after 12 hours). Sign in again.',
   revoked: 'The API key of your session was revoked, so the session ended. Sign in with another admin key.',
+  removed: 'You are no longer a member of that organisation, so the session ended.',
   signed_out: 'You are signed out.',
 };
 

@@ -1,19 +1,35 @@
 import { createHash, randomBytes } from 'node:crypto';
+import type { Actor } from '../accounts/authorize.js';
+import {
+  ABSOLUTE_TIMEOUT_MS,
+  IDLE_TIMEOUT_MS,
+  PERSON_TOKEN_PREFIX,
+  resumeAccountSession,
+  setAccountSessionFlash,
+  TOUCH_EVERY_MS,
+} from '../accounts/sessions.js';
 import type { ServiceCtx } from '../context.js';
 import { AppError } from '../errors.js';
 import { authenticate } from '../orgs/authenticator.js';
 import { getOrganization, type Organization } from '../orgs/organizations.js';
 import { readDb } from '../storage/db.js';
 
-export const IDLE_TIMEOUT_MS = 60 * 60_000;
-export const ABSOLUTE_TIMEOUT_MS = 12 * 60 * 60_000;
-/** last_seen_at is written at most this often, so reading a page is not always a write. */
-const TOUCH_EVERY_MS = 60_000;
+export { ABSOLUTE_TIMEOUT_MS, IDLE_TIMEOUT_MS };
 
+/**
+ * A signed-in browser: a person (account_sessions, accounts/sessions.ts) or, where the operator
+ * allows it, an admin API key (dashboard_sessions). `actor` is what the verbs check.
+ */
 export interface DashboardSession {
   id: string;
+  kind: 'person' | 'key';
   org: Organization;
-  keyId: string;
+  /** The API key of a key session; null for a person. */
+  keyId: string | null;
+  /** The person of a person's session; null for a key session. */
+  accountId: string | null;
+  email: string | null;
+  actor: Actor;
   csrfToken: string;
   flash: string | null;
 }
@@ -58,10 +74,30 @@ export async function startSession({
       last_seen_at: now,
     })
     .execute();
-  return { token, session: { id, org: auth.org, keyId: auth.keyId, csrfToken, flash: null } };
+  return { token, session: keySession(id, auth.org, auth.keyId, csrfToken, null) };
 }
 
-export type SessionEnd = 'expired' | 'revoked' | 'none';
+function keySession(
+  id: string,
+  org: Organization,
+  keyId: string,
+  csrfToken: string,
+  flash: string | null,
+): DashboardSession {
+  return {
+    id,
+    kind: 'key',
+    org,
+    keyId,
+    accountId: null,
+    email: null,
+    actor: { kind: 'api_key', keyId, scope: 'admin', createdByAccountId: null },
+    csrfToken,
+    flash,
+  };
+}
+
+export type SessionEnd = 'expired' | 'revoked' | 'removed' | 'none';
 
 /**
  * The live session of a cookie token, or why there is none. Idle (60 min) and absolute (12 h)
@@ -76,6 +112,24 @@ export async function resumeSession({
   token: string | undefined;
 }): Promise<{ session: DashboardSession } | { ended: SessionEnd }> {
   if (token === undefined || token === '' || token.length > 200) return { ended: 'none' };
+  if (token.startsWith(PERSON_TOKEN_PREFIX)) {
+    const resumed = await resumeAccountSession({ ctx, token });
+    if ('ended' in resumed) return resumed;
+    const p = resumed.session;
+    return {
+      session: {
+        id: p.id,
+        kind: 'person',
+        org: p.org,
+        keyId: null,
+        accountId: p.accountId,
+        email: p.email,
+        actor: { kind: 'person', accountId: p.accountId, email: p.email, role: p.role },
+        csrfToken: p.csrfToken,
+        flash: p.flash,
+      },
+    };
+  }
   const id = tokenHash(token);
   // Read on the read connection (a SQLite file's): a page does not wait for a folding pass
   // holding the write connection; the occasional touch below does.
@@ -112,17 +166,18 @@ export async function resumeSession({
       .execute();
   }
   const org = await getOrganization({ ctx: reads, id: row.org_id });
-  return {
-    session: { id, org, keyId: row.key_id, csrfToken: row.csrf_token, flash: row.flash },
-  };
+  return { session: keySession(id, org, row.key_id, row.csrf_token, row.flash) };
 }
 
 export async function endSession({ ctx, token }: { ctx: ServiceCtx; token: string }): Promise<void> {
-  await ctx.db.deleteFrom('dashboard_sessions').where('id', '=', tokenHash(token)).execute();
+  const table = token.startsWith(PERSON_TOKEN_PREFIX) ? 'account_sessions' : 'dashboard_sessions';
+  await ctx.db.deleteFrom(table).where('id', '=', tokenHash(token)).execute();
 }
 
 /** A one-time notice the next page shows (after a form's redirect). */
-export async function setFlash(ctx: ServiceCtx, sessionId: string, message: string): Promise<void> {
+export async function setFlash(ctx: ServiceCtx, session: DashboardSession, message: string): Promise<void> {
+  if (session.kind === 'person') return setAccountSessionFlash(ctx, session.id, message);
+  const sessionId = session.id;
   await ctx.db
     .updateTable('dashboard_sessions')
     .set({ flash: message })

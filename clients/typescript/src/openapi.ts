@@ -731,7 +731,7 @@ export type components = {
             error: components["schemas"]["ErrorObject"];
         };
         /** @enum {string} */
-        ErrorCode: "missing_authorization" | "invalid_api_key" | "key_revoked" | "validation_error" | "unknown_task_type" | "occurred_at_out_of_range" | "rate_limited" | "quota_exceeded" | "invalid_json" | "invalid_otlp" | "unsupported_media_type" | "payload_too_large" | "not_found" | "plan_upgrade_required" | "insufficient_scope" | "cannot_archive_builtin" | "bad_request" | "request_timeout" | "headers_too_large" | "service_unavailable" | "internal_error";
+        ErrorCode: "missing_authorization" | "invalid_api_key" | "key_revoked" | "validation_error" | "unknown_task_type" | "occurred_at_out_of_range" | "rate_limited" | "quota_exceeded" | "invalid_json" | "invalid_otlp" | "unsupported_media_type" | "payload_too_large" | "not_found" | "plan_upgrade_required" | "insufficient_scope" | "insufficient_role" | "cannot_archive_builtin" | "last_owner" | "bad_request" | "request_timeout" | "headers_too_large" | "service_unavailable" | "internal_error";
         ErrorDetail: {
             /** @description JSON pointer of the offending input, e.g. /body/outcome */
             path: string;

@@ -83,7 +83,7 @@ function patchOf(form: Form, hasEvents: boolean): SettingsPatch {
   return patch;
 }
 
-function keysTable(keys: KeyView[], token: string, ownKey: string): SafeHtml {
+function keysTable(keys: KeyView[], token: string, ownKey: string | null): SafeHtml {
   return html`<div class="table-wrap">
     <table>
       <thead>
