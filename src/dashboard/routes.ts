@@ -16,6 +16,7 @@ import { registerTaskTypePages } from './pages/task-types.js';
 import { registerUsagePage } from './pages/usage.js';
 import { registerWebhookPages } from './pages/webhooks.js';
 import { registerOpenTelemetryPage } from './pages/opentelemetry.js';
+import { registerSsoPages } from './pages/sso.js';
 import {
   clearSessionCookie,
   readCookie,
@@ -218,6 +219,7 @@ export async function registerDashboard(app: FastifyInstance): Promise<void> {
       registerPaybackPages(dash, app);
       registerBudgetEmailPages(dash, app);
       registerBudgetPages(dash, app);
+      registerSsoPages(dash, app);
     },
     { prefix: '/dashboard' },
   );

@@ -1,3 +1,4 @@
+import { actorOf, requireRole } from '../accounts/authorize.js';
 import { recordAudit } from '../audit/audit-log.js';
 import { isPlanName, planAtLeast } from '../billing/plans.js';
 import type { OrgCtx, ServiceCtx } from '../context.js';
@@ -124,8 +125,17 @@ async function rowOf(ctx: ServiceCtx, orgId: string): Promise<SsoConnectionRow |
   return ctx.db.selectFrom('sso_connections').selectAll().where('org_id', '=', orgId).executeTakeFirst();
 }
 
+/**
+ * Who may change single sign-on: an owner in the dashboard (it decides who gets in at all), and
+ * an admin API key, so that it can be automated. Reading it needs an admin.
+ */
+function requireSsoManager(ctx: OrgCtx): void {
+  requireRole(ctx, actorOf(ctx).kind === 'api_key' ? 'admin' : 'owner');
+}
+
 /** The organisation's connection as shown; not_found when none is configured. */
 export async function getSsoConnection({ ctx }: { ctx: OrgCtx }): Promise<SsoConnectionView> {
+  requireRole(ctx, 'admin');
   const row = await rowOf(ctx, ctx.org.id);
   if (!row) throw notFound('The single sign-on configuration');
   return ssoConnectionView(ctx, row);
@@ -151,6 +161,7 @@ export async function putSsoConnection({
   ctx: OrgCtx;
   input: SsoConnectionInput;
 }): Promise<SsoConnectionView> {
+  requireSsoManager(ctx);
   const issuer = checkIssuer(input.issuer);
   const clientId = input.client_id.trim();
   if (clientId === '') throw validationError('/body/client_id', 'must not be empty');
@@ -210,6 +221,7 @@ export async function putSsoConnection({
 
 /** Removes the organisation's connection: its people sign in with a password again. */
 export async function deleteSsoConnection({ ctx }: { ctx: OrgCtx }): Promise<void> {
+  requireSsoManager(ctx);
   await ctx.db.transaction().execute(async (trx) => {
     const before = await rowOf({ ...ctx, db: trx }, ctx.org.id);
     if (!before) throw notFound('The single sign-on configuration');

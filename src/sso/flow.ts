@@ -1,5 +1,6 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import * as client from 'openid-client';
+import { membershipIn } from '../accounts/store.js';
 import { recordAudit } from '../audit/audit-log.js';
 import { isPlanName, planAtLeast } from '../billing/plans.js';
 import type { ServiceCtx } from '../context.js';
@@ -72,7 +73,9 @@ export class SsoRefusal extends Error {
   /** 400 for a broken or stale callback, 403 when the person is not admitted, 503 when the provider is down. */
   get status(): number {
     if (this.reason === 'provider_unavailable') return 503;
-    if (['domain_not_allowed', 'account_disabled', 'email_unverified', 'not_configured'].includes(this.reason))
+    if (
+      ['domain_not_allowed', 'account_disabled', 'email_unverified', 'not_configured'].includes(this.reason)
+    )
       return 403;
     return 400;
   }
@@ -80,7 +83,11 @@ export class SsoRefusal extends Error {
 
 /** The enabled connection of an Enterprise organisation; the refusal a start or callback gets otherwise. */
 async function activeConnection(ctx: ServiceCtx, orgId: string): Promise<SsoConnection> {
-  const org = await ctx.db.selectFrom('organizations').select('plan').where('id', '=', orgId).executeTakeFirst();
+  const org = await ctx.db
+    .selectFrom('organizations')
+    .select('plan')
+    .where('id', '=', orgId)
+    .executeTakeFirst();
   const connection = org ? await loadSsoConnection(ctx, orgId) : null;
   if (!org || !connection || !connection.enabled) throw new SsoRefusal('not_configured');
   if (!isPlanName(org.plan) || !planAtLeast(org.plan, 'enterprise')) {
@@ -182,7 +189,10 @@ export interface SsoSignedIn {
 }
 
 /** The claims the sign-in needs: e-mail (from the ID token, else from userinfo) and name. */
-async function identityOf(config: client.Configuration, tokens: client.TokenEndpointResponse & client.TokenEndpointResponseHelpers) {
+async function identityOf(
+  config: client.Configuration,
+  tokens: client.TokenEndpointResponse & client.TokenEndpointResponseHelpers,
+) {
   const claims = tokens.claims();
   if (!claims) throw new SsoRefusal('token_rejected', 'no ID token');
   let email = typeof claims.email === 'string' ? claims.email : null;
@@ -266,18 +276,30 @@ export async function completeSsoSignIn({
       if (error instanceof client.ResponseBodyError) {
         throw new SsoRefusal('token_rejected', `${error.error}: ${error.error_description ?? ''}`.trim());
       }
-      if (error instanceof client.ClientError) throw new SsoRefusal('token_rejected', error.message);
+      if (error instanceof client.ClientError) {
+        // openid-client names the check in the error it wraps, e.g. the "aud" (audience) claim.
+        const cause = (error as { cause?: unknown }).cause;
+        const named = cause instanceof Error ? cause.message : null;
+        throw new SsoRefusal('token_rejected', named ?? error.message);
+      }
       throw new SsoRefusal('provider_unavailable', (error as Error).message);
     }
     const identity = await identityOf(config, tokens);
     email = identity.email;
     const domain = email.slice(email.lastIndexOf('@') + 1);
     if (!connection.allowedDomains.includes(domain)) throw new SsoRefusal('domain_not_allowed');
-    const person = await provisionPerson({ ctx, orgId, email, name: identity.name, role: connection.defaultRole });
+    const person = await provisionPerson({
+      ctx,
+      orgId,
+      email,
+      name: identity.name,
+      role: connection.defaultRole,
+    });
     if (person === 'disabled') throw new SsoRefusal('account_disabled');
     const org = await getOrganization({ ctx, id: orgId });
+    const role = (await membershipIn(ctx, orgId, person.accountId))?.role ?? connection.defaultRole;
     await recordAudit(
-      { ...ctx, org, actorKeyId: null },
+      { ...ctx, org, actorKeyId: null, actor: { kind: 'person', accountId: person.accountId, email, role } },
       {
         action: 'sso.signed_in',
         target: `account:${person.accountId}`,

@@ -33,7 +33,10 @@ function insecureOptions(connection: SsoConnection) {
  * (its clockSkew), so that expiry checks use the service's time, as every verb does. The
  * client authenticates at the token endpoint with client_secret_post.
  */
-export async function providerConfig(ctx: ServiceCtx, connection: SsoConnection): Promise<client.Configuration> {
+export async function providerConfig(
+  ctx: ServiceCtx,
+  connection: SsoConnection,
+): Promise<client.Configuration> {
   const now = ctx.clock.now().getTime();
   const metadata = {
     client_secret: connection.clientSecret,
@@ -57,7 +60,11 @@ export async function providerConfig(ctx: ServiceCtx, connection: SsoConnection)
       );
     }
     if (cache.size >= CACHE_LIMIT) cache.delete(cache.keys().next().value ?? '');
-    cache.set(connection.orgId, { server: config.serverMetadata(), updatedAt: connection.updatedAt, fetchedAt: now });
+    cache.set(connection.orgId, {
+      server: config.serverMetadata(),
+      updatedAt: connection.updatedAt,
+      fetchedAt: now,
+    });
   }
   config.timeout = PROVIDER_TIMEOUT_SECONDS;
   return config;

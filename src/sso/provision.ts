@@ -41,7 +41,8 @@ export async function provisionPerson({
       if (!(error instanceof AppError && error.code === 'validation_error')) throw error;
     }
     row = await findAccountRowByEmail(ctx, email);
-    if (!row) throw new AppError('validation_error', 'The identity provider’s e-mail address cannot be stored.');
+    if (!row)
+      throw new AppError('validation_error', 'The identity provider’s e-mail address cannot be stored.');
   }
   if (row.disabled_at !== null) return 'disabled';
   const membership = await membershipIn(ctx, orgId, row.id);

@@ -125,7 +125,9 @@ export async function startProvider({
     const body = ctx.body as { id_token?: string } | undefined;
     if (ctx.path === '/token' && state.tamper && body && typeof body.id_token === 'string') {
       const claims = state.tamper(decodeJwt(body.id_token));
-      body.id_token = await new SignJWT(claims).setProtectedHeader({ alg: 'RS256', kid: KID }).sign(privateKey);
+      body.id_token = await new SignJWT(claims)
+        .setProtectedHeader({ alg: 'RS256', kid: KID })
+        .sign(privateKey);
     }
   });
 
@@ -228,7 +230,9 @@ export async function signInAtProvider({
     jar.take(res);
     const location = res.headers.get('location');
     if (location === null) {
-      throw new Error(`the provider answered ${res.status} at ${url.href}: ${(await res.text()).slice(0, 300)}`);
+      throw new Error(
+        `the provider answered ${res.status} at ${url.href}: ${(await res.text()).slice(0, 300)}`,
+      );
     }
     const next = new URL(location, url);
     if (next.href.startsWith(redirectUri)) return next;
