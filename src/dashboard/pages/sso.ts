@@ -68,6 +68,27 @@ function entryPage(input: { message: string | null; email?: string }): string {
   }`;
 }
 
+/** After the e-mail: on to the organisation's start, at once (and a link, should refresh be off). */
+function continuePage(start: string): string {
+  return `<!doctype html>\n${
+    html`<html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta http-equiv="refresh" content="0; url=${start}" />
+        <title>Single sign-on · Tally</title>
+        <link rel="stylesheet" href="/dashboard/assets/dashboard.css" />
+      </head>
+      <body class="login">
+        <main id="main" class="login-box">
+          <p class="brand">Tally</p>
+          <h1>Single sign-on</h1>
+          <p><a href="${start}">Continue to your organisation’s identity provider</a></p>
+        </main>
+      </body>
+    </html>`.text
+  }`;
+}
+
 function sendEntry(reply: FastifyReply, status: number, message: string | null, email?: string) {
   return reply.code(status).type('text/html; charset=utf-8').send(entryPage({ message, email }));
 }
@@ -95,42 +116,45 @@ function connectionFacts(c: SsoConnectionView | null): SafeHtml {
 function connectionForm(c: SsoConnectionView | null, token: string): SafeHtml {
   return html`<form method="post" action="/dashboard/settings/sso" class="form-grid">
     ${csrfField(token)}
-    <fieldset class="field wide">
-      <legend>Identity provider</legend>
-      <div class="subgrid">
-        ${textField({ id: 'issuer', name: 'issuer', label: 'Issuer URL', value: c?.issuer ?? '', required: true, wide: true, hint: 'As the provider’s discovery document writes it, e.g. https://login.microsoftonline.com/<tenant>/v2.0' })}
-        ${textField({ id: 'client_id', name: 'client_id', label: 'Client ID', value: c?.client_id ?? '', required: true })}
-        ${textField({
-          id: 'client_secret',
-          name: 'client_secret',
-          label: 'Client secret',
-          type: 'password',
-          required: c === null,
-          hint:
-            c === null ? 'Stored encrypted; never shown again' : 'Stored encrypted; leave empty to keep it',
-          attrs: html`autocomplete="off"`,
-        })}
-      </div>
-    </fieldset>
+    ${textField({
+      id: 'issuer',
+      name: 'issuer',
+      label: 'Issuer URL',
+      value: c?.issuer ?? '',
+      required: true,
+      wide: true,
+      hint: 'As the provider’s discovery document writes it, e.g. https://login.microsoftonline.com/<tenant>/v2.0',
+    })}
+    ${textField({ id: 'client_id', name: 'client_id', label: 'Client ID', value: c?.client_id ?? '', required: true })}
+    ${textField({
+      id: 'client_secret',
+      name: 'client_secret',
+      label: 'Client secret',
+      type: 'password',
+      required: c === null,
+      hint: c === null ? 'Stored encrypted; never shown again' : 'Stored encrypted; empty keeps it',
+      attrs: html`autocomplete="off"`,
+    })}
+    ${select({
+      id: 'default_role',
+      name: 'default_role',
+      label: 'Role of new people',
+      options: [
+        ['analyst', 'analyst'],
+        ['admin', 'admin'],
+      ],
+      value: c?.default_role ?? 'analyst',
+    })}
     <div class="field wide">
       <label for="allowed_domains">Allowed e-mail domains</label>
       <textarea id="allowed_domains" name="allowed_domains" rows="2" aria-describedby="allowed_domains-hint">
 ${(c?.allowed_domains ?? []).join('\n')}</textarea>
       <small id="allowed_domains-hint" class="muted"
-        >One per line, e.g. example.com; only these e-mails may sign in (exact domain).</small
+        >One per line, e.g. example.com; only e-mails of these domains may sign in (exact domain). People new
+        to the organisation get the role above at their first sign-in.</small
       >
     </div>
-    ${select({
-      id: 'default_role',
-      name: 'default_role',
-      label: 'Role of people new to the organisation',
-      options: [
-        ['analyst', 'analyst (reads every figure)'],
-        ['admin', 'admin (settings, keys, webhooks)'],
-      ],
-      value: c?.default_role ?? 'analyst',
-    })}
-    <fieldset class="field">
+    <fieldset class="field wide">
       <legend>Options</legend>
       <label class="check"
         ><input type="checkbox" name="enabled" value="1" ${c === null || c.enabled ? html` checked` : ''} />
@@ -187,12 +211,16 @@ async function settingsPage(
         Register a web application (OpenID Connect, authorization code flow) with the redirect URI below and
         the scopes <code>openid email profile</code>, then enter its issuer, client ID and secret here.
       </p>
-      <dl class="facts">
-        <dt>Redirect URI</dt>
-        <dd><code id="redirect-uri">${redirectUri(ctx)}</code></dd>
-        <dt>Sign-in link</dt>
-        <dd><code id="start-url">${startUrl(ctx, ctx.org.id)}</code></dd>
-      </dl>
+      <h3>Redirect URI</h3>
+      <div class="copyline">
+        <code id="redirect-uri">${redirectUri(ctx)}</code>
+        <button type="button" class="button quiet" data-copy="redirect-uri">Copy</button>
+      </div>
+      <h3>Sign-in link of this organisation</h3>
+      <div class="copyline">
+        <code id="start-url">${startUrl(ctx, ctx.org.id)}</code>
+        <button type="button" class="button quiet" data-copy="start-url">Copy</button>
+      </div>
       <p class="muted">
         People can also choose “Sign in with single sign-on” on the sign-in page and give their e-mail.
       </p>
@@ -253,7 +281,10 @@ export function registerSsoPages(dash: FastifyInstance, app: FastifyInstance): v
         email,
       );
     }
-    return reply.redirect(`/dashboard/sso/${encodeURIComponent(orgId)}/start`, 303);
+    // Not a redirect: the page's CSP (form-action 'self') stops a form's redirects at another
+    // origin, and the start sends the browser to the provider. The refresh is a new navigation.
+    const start = `/dashboard/sso/${encodeURIComponent(orgId)}/start`;
+    return reply.type('text/html; charset=utf-8').send(continuePage(start));
   });
 
   dash.get<{ Params: { org: string } }>('/sso/:org/start', open, async (request, reply) => {
