@@ -26,6 +26,25 @@ import { select, textField } from './controls.js';
 
 const open = { config: { dashboardPublic: true } };
 
+/** Sign-ins started per client address and second: each writes a row. */
+const STARTS_PER_SECOND = 5;
+
+/** Whether `request`'s address may start another sign-in now (a limiter outage lets it through). */
+async function mayStart(app: FastifyInstance, request: FastifyRequest): Promise<boolean> {
+  try {
+    const decision = await app.tally.rateLimiter.consume(
+      `dashboard-sso:${request.ip}`,
+      STARTS_PER_SECOND,
+      1,
+      app.tally.clock.now().getTime(),
+    );
+    return decision.granted >= 1;
+  } catch (error) {
+    request.log.warn({ err: error }, 'rate limiter unavailable; single sign-on let through');
+    return true;
+  }
+}
+
 function ssoCookie(request: FastifyRequest, value: string, maxAgeSeconds: number): string {
   const secure = request.protocol === 'https' ? '; Secure' : '';
   // Lax, not Strict: the cookie must come back on the provider's top-level redirect.
@@ -288,6 +307,10 @@ export function registerSsoPages(dash: FastifyInstance, app: FastifyInstance): v
   });
 
   dash.get<{ Params: { org: string } }>('/sso/:org/start', open, async (request, reply) => {
+    if (!(await mayStart(app, request))) {
+      reply.header('Retry-After', '1');
+      return sendEntry(reply, 429, 'Too many sign-ins from your address. Wait a moment and try again.');
+    }
     try {
       const started = await startSsoSignIn({
         ctx: serviceCtx(app.tally),
