@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SecretBox } from '../../src/crypto/secret-box.js';
+import { newSecretKey, SecretBox, secretKeyId } from '../../src/crypto/secret-box.js';
+import { loadConfig } from '../../src/config.js';
+import { resealSsoSecrets } from '../../src/sso/secret.js';
 import { parseSecretKey } from '../../src/crypto/secret-box.js';
 import { createApiKey } from '../../src/orgs/api-keys.js';
 import { loadSsoConnection, passwordsAllowed } from '../../src/sso/connections.js';
@@ -176,6 +178,29 @@ describe.each(ENGINES)('single sign-on configuration API (%s)', (engine) => {
       .where('id', '=', ent.id)
       .execute();
     expect(await passwordsAllowed(h.ctx, ent.id)).toBe(false);
+  });
+
+  it('tally secrets rotate seals the client secret again with the new key', async () => {
+    const next = newSecretKey();
+    const rotating = {
+      ...h.ctx,
+      config: loadConfig({ TALLY_SECRET_KEY: next, TALLY_SECRET_KEY_PREVIOUS: TEST_SECRET_KEY }),
+    };
+    expect(await resealSsoSecrets(rotating)).toEqual({ sealed: 1, unreadable: [] });
+    const row = await h.storage.db.selectFrom('sso_connections').selectAll().executeTakeFirstOrThrow();
+    expect(row.secret_key_id).toBe(secretKeyId(Buffer.from(next, 'base64')));
+    const onlyNew = { ...h.ctx, config: loadConfig({ TALLY_SECRET_KEY: next }) };
+    expect((await loadSsoConnection(onlyNew, ent.id))?.clientSecret).toBe(SECRET);
+    expect(await resealSsoSecrets(onlyNew)).toEqual({ sealed: 0, unreadable: [] });
+    const lost = { ...h.ctx, config: loadConfig({ TALLY_SECRET_KEY: newSecretKey() }) };
+    expect(await resealSsoSecrets(lost)).toEqual({ sealed: 0, unreadable: [`sso:${ent.id}`] });
+    // Back to the harness's key, for the tests after this one.
+    expect(
+      await resealSsoSecrets({
+        ...h.ctx,
+        config: loadConfig({ TALLY_SECRET_KEY: TEST_SECRET_KEY, TALLY_SECRET_KEY_PREVIOUS: next }),
+      }),
+    ).toEqual({ sealed: 1, unreadable: [] });
   });
 
   it('DELETE removes it (and audits it); passwords are allowed again', async () => {
