@@ -162,6 +162,13 @@ export async function putSsoConnection({
   input: SsoConnectionInput;
 }): Promise<SsoConnectionView> {
   requireSsoManager(ctx);
+  // The API's schema bounds these too; the dashboard's form comes here directly.
+  if (input.issuer.length > 500) throw validationError('/body/issuer', 'must be at most 500 characters');
+  if (input.client_id.length > 500) throw validationError('/body/client_id', 'must be at most 500 characters');
+  if ((input.client_secret?.length ?? 0) > 2000)
+    throw validationError('/body/client_secret', 'must be at most 2000 characters');
+  if (input.allowed_domains.length > 50)
+    throw validationError('/body/allowed_domains', 'must name at most 50 domains');
   const issuer = checkIssuer(input.issuer);
   const clientId = input.client_id.trim();
   if (clientId === '') throw validationError('/body/client_id', 'must not be empty');

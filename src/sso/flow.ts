@@ -83,6 +83,7 @@ export class SsoRefusal extends Error {
 
 /** The enabled connection of an Enterprise organisation; the refusal a start or callback gets otherwise. */
 async function activeConnection(ctx: ServiceCtx, orgId: string): Promise<SsoConnection> {
+  if (!/^org_[0-9A-HJKMNP-TV-Z]{26}$/.test(orgId)) throw new SsoRefusal('not_configured');
   const org = await ctx.db
     .selectFrom('organizations')
     .select('plan')
