@@ -164,7 +164,8 @@ export async function putSsoConnection({
   requireSsoManager(ctx);
   // The API's schema bounds these too; the dashboard's form comes here directly.
   if (input.issuer.length > 500) throw validationError('/body/issuer', 'must be at most 500 characters');
-  if (input.client_id.length > 500) throw validationError('/body/client_id', 'must be at most 500 characters');
+  if (input.client_id.length > 500)
+    throw validationError('/body/client_id', 'must be at most 500 characters');
   if ((input.client_secret?.length ?? 0) > 2000)
     throw validationError('/body/client_secret', 'must be at most 2000 characters');
   if (input.allowed_domains.length > 50)

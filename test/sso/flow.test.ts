@@ -250,6 +250,16 @@ describe.each(ENGINES)('OpenID Connect single sign-on against oidc-provider (%s)
     await expectRefused(await finish(late.callback, late.state), 400, 'expired_state', /expired/);
   });
 
+  it('two callbacks of one sign-in racing: exactly one signs in', async () => {
+    const { state, callback } = await throughProvider('ana@example.com');
+    const answers = await Promise.all([
+      finish(callback, state),
+      finish(callback, state),
+      finish(callback, state),
+    ]);
+    expect(answers.map((a) => a.statusCode).sort()).toEqual([303, 400, 400]);
+  });
+
   it('refuses an e-mail outside the allowed domains, and creates nothing for it', async () => {
     const { state, callback } = await throughProvider('bob@other.org');
     const failure = await expectRefused(
@@ -341,5 +351,21 @@ describe.each(ENGINES)('OpenID Connect single sign-on against oidc-provider (%s)
     const other = await h.app.inject({ method: 'GET', url: `/dashboard/sso/${h.org.id}/start` });
     expect(other.statusCode).toBe(403);
     expect(other.body).toMatch(/not set up/);
+    await h.storage.db
+      .updateTable('sso_connections')
+      .set({ enabled: 0 })
+      .where('org_id', '=', org.id)
+      .execute();
+    try {
+      const disabled = await h.app.inject({ method: 'GET', url: `/dashboard/sso/${org.id}/start` });
+      expect(disabled.statusCode).toBe(403);
+      expect(disabled.body).toMatch(/not set up/);
+    } finally {
+      await h.storage.db
+        .updateTable('sso_connections')
+        .set({ enabled: 1 })
+        .where('org_id', '=', org.id)
+        .execute();
+    }
   });
 });
