@@ -200,7 +200,15 @@ async function identityOf(
   let verified = claims.email_verified;
   let name = typeof claims.name === 'string' ? claims.name : null;
   if (email === null && tokens.access_token) {
-    const info = await client.fetchUserInfo(config, tokens.access_token, claims.sub);
+    let info: client.UserInfoResponse;
+    try {
+      info = await client.fetchUserInfo(config, tokens.access_token, claims.sub);
+    } catch (error) {
+      if (error instanceof client.ClientError || error instanceof client.ResponseBodyError) {
+        throw new SsoRefusal('email_missing', `userinfo: ${error.message}`);
+      }
+      throw new SsoRefusal('provider_unavailable', (error as Error).message);
+    }
     email = typeof info.email === 'string' ? info.email : null;
     verified = info.email_verified;
     name ??= typeof info.name === 'string' ? info.name : null;
@@ -289,13 +297,22 @@ export async function completeSsoSignIn({
     email = identity.email;
     const domain = email.slice(email.lastIndexOf('@') + 1);
     if (!connection.allowedDomains.includes(domain)) throw new SsoRefusal('domain_not_allowed');
-    const person = await provisionPerson({
-      ctx,
-      orgId,
-      email,
-      name: identity.name,
-      role: connection.defaultRole,
-    });
+    let person: Awaited<ReturnType<typeof provisionPerson>>;
+    try {
+      person = await provisionPerson({
+        ctx,
+        orgId,
+        email,
+        name: identity.name,
+        role: connection.defaultRole,
+      });
+    } catch (error) {
+      // An address Tally cannot keep as an account's (too long, say).
+      if (error instanceof AppError && error.code === 'validation_error') {
+        throw new SsoRefusal('email_missing', error.message);
+      }
+      throw error;
+    }
     if (person === 'disabled') throw new SsoRefusal('account_disabled');
     const org = await getOrganization({ ctx, id: orgId });
     const role = (await membershipIn(ctx, orgId, person.accountId))?.role ?? connection.defaultRole;

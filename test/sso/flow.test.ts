@@ -250,6 +250,46 @@ describe.each(ENGINES)('OpenID Connect single sign-on against oidc-provider (%s)
     await expectRefused(await finish(late.callback, late.state), 400, 'expired_state', /expired/);
   });
 
+  it('reads the e-mail at userinfo when the ID token has none, and from the ID token when it has it', async () => {
+    // The main provider keeps scope claims out of the ID token (as OpenID Connect has it for the
+    // code flow): the sign-ins above asked userinfo.
+    expect(provider.paths).toContain('/me');
+    const other = await startProvider({ redirectUri: REDIRECT_URI, people, emailInIdToken: true });
+    const second = await h.createOrg({ plan: 'enterprise' });
+    try {
+      const put = await h.request({
+        method: 'PUT',
+        url: '/v1/sso',
+        apiKey: second.apiKey,
+        payload: {
+          issuer: other.issuer,
+          client_id: other.clientId,
+          client_secret: other.clientSecret,
+          allowed_domains: ['example.com'],
+        },
+      });
+      expect(put.statusCode, put.body).toBe(200);
+      advance(1000);
+      const start = await h.app.inject({ method: 'GET', url: `/dashboard/sso/${second.id}/start` });
+      const state = setCookie(start, 'tally_sso') ?? '';
+      const callback = await signInAtProvider({
+        authorizationUrl: String(start.headers.location),
+        redirectUri: REDIRECT_URI,
+        email: 'ana@example.com',
+        password: PASSWORD,
+      });
+      const res = await finish(callback, state);
+      expect(res.statusCode, res.body).toBe(303);
+      expect(other.paths).toContain('/token');
+      expect(other.paths).not.toContain('/me');
+      const ana = await findAccountByEmail(h.ctx, 'ana@example.com');
+      expect((await membershipIn(h.ctx, second.id, ana?.id ?? ''))?.role).toBe('analyst');
+    } finally {
+      await h.request({ method: 'DELETE', url: '/v1/sso', apiKey: second.apiKey });
+      await other.close();
+    }
+  });
+
   it('two callbacks of one sign-in racing: exactly one signs in', async () => {
     const { state, callback } = await throughProvider('ana@example.com');
     const answers = await Promise.all([
@@ -323,6 +363,34 @@ describe.each(ENGINES)('OpenID Connect single sign-on against oidc-provider (%s)
     });
     expect(none.statusCode).toBe(404);
     expect(none.body).toMatch(/No single sign-on/);
+    // A domain two organisations list routes to neither.
+    const rival = await h.createOrg({ plan: 'enterprise' });
+    const claimed = await h.request({
+      method: 'PUT',
+      url: '/v1/sso',
+      apiKey: rival.apiKey,
+      payload: {
+        issuer: 'https://idp.rival.test',
+        client_id: 'x',
+        client_secret: 'y',
+        allowed_domains: ['example.com'],
+      },
+    });
+    expect(claimed.statusCode).toBe(200);
+    const ambiguous = await h.app.inject({
+      method: 'POST',
+      url: '/dashboard/sso',
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        origin: 'http://localhost:80',
+        host: 'localhost:80',
+      },
+      payload: 'email=someone%40example.com',
+    });
+    expect(ambiguous.statusCode).toBe(404);
+    expect((await h.request({ method: 'DELETE', url: '/v1/sso', apiKey: rival.apiKey })).statusCode).toBe(
+      204,
+    );
   });
 
   it('limits the sign-ins started per address and second', async () => {

@@ -22,6 +22,8 @@ export interface TestProvider {
   clientSecret: string;
   /** Set to rewrite the next ID tokens' claims (then re-signed); null to stop. */
   tamper: ((claims: JWTPayload) => JWTPayload) | null;
+  /** The path of every request the provider received. */
+  paths: string[];
   /** How many authorization requests carried PKCE S256 and a nonce. */
   checkedRequests: { pkce: string | null; nonce: string | null; scope: string | null }[];
   close(): Promise<void>;
@@ -50,11 +52,14 @@ export async function startProvider({
   people,
   clientId = 'tally-test-client',
   clientSecret = 'tally-test-client-secret-0123456789',
+  emailInIdToken = false,
 }: {
   redirectUri: string;
   people: ProviderPerson[];
   clientId?: string;
   clientSecret?: string;
+  /** Claims of the scopes in the ID token too (by default, as the spec has it, only at userinfo). */
+  emailInIdToken?: boolean;
 }): Promise<TestProvider> {
   const { privateKey } = await generateKeyPair('RS256', { extractable: true });
   const jwk = { ...(await exportJWK(privateKey)), kid: KID, use: 'sig', alg: 'RS256' };
@@ -83,6 +88,7 @@ export async function startProvider({
       },
     ],
     jwks: { keys: [jwk] },
+    conformIdTokenClaims: !emailInIdToken,
     cookies: { keys: ['test-cookie-key-0123456789abcdef'] },
     claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'] },
     pkce: { required: () => true },
@@ -108,12 +114,14 @@ export async function startProvider({
     clientId,
     clientSecret,
     tamper: null,
+    paths: [],
     checkedRequests: [],
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 
   // Records what each authorization request asked for; rewrites ID tokens when told to.
   provider.use(async (ctx, next) => {
+    state.paths.push(ctx.path);
     if (ctx.path === '/auth' && ctx.method === 'GET') {
       state.checkedRequests.push({
         pkce: ctx.query.code_challenge_method === 'S256' ? String(ctx.query.code_challenge) : null,
