@@ -131,5 +131,7 @@ describe.each(ENGINES)('who may see and change single sign-on (%s)', (engine) =>
     const view = await page(h, cookie('owner'), '/dashboard/settings/sso');
     expect(view.statusCode).toBe(200);
     expect(view.body).toContain('Single sign-on needs the Enterprise plan');
+    expect(view.body).toContain('--plan enterprise');
+    expect(view.body).not.toContain('Save single sign-on');
   });
 });

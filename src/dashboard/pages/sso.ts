@@ -15,7 +15,7 @@ import {
 } from '../../sso/connections.js';
 import { completeSsoSignIn, LOGIN_TTL_MS, SSO_COOKIE, SsoRefusal, startSsoSignIn } from '../../sso/flow.js';
 import { html, type SafeHtml } from '../html.js';
-import { csrfField, planGate } from '../layout.js';
+import { csrfField, planName } from '../layout.js';
 import { dashboardCtx, field, redirectWithNotice, sendPage, session, type Form } from '../page-kit.js';
 import { readCookie } from '../security.js';
 import { select, textField } from './controls.js';
@@ -202,11 +202,16 @@ async function settingsPage(
   const ctx = dashboardCtx(app, request);
   const title = 'Single sign-on';
   if (!planAtLeast(ctx.org.plan, 'enterprise')) {
-    return sendPage(request, reply, {
-      title,
-      section: 'Settings',
-      body: planGate('Single sign-on', 'Enterprise', ctx.org),
-    });
+    // Not the page kit's planGate: that one names Pro and above.
+    const body = html`<section class="gate" aria-label="Plan required">
+      <h2>Single sign-on needs the Enterprise plan</h2>
+      <p>
+        Your organisation is on the ${planName(ctx.org.plan)} plan. Signing in through your identity provider
+        (OpenID Connect) is part of the Enterprise plan. An administrator can change the plan with
+        <code>tally orgs set-plan --org ${ctx.org.id} --plan enterprise</code>.
+      </p>
+    </section>`;
+    return sendPage(request, reply, { title, section: 'Settings', body });
   }
   if (!hasRole(ctx, 'admin')) {
     return sendPage(request, reply, {
