@@ -136,7 +136,7 @@ export async function startSsoSignIn({
       used_at: null,
     })
     .execute();
-  // Sign-ins never finished are swept here, a few at a time.
+  // Sign-ins never finished are swept as others start.
   await ctx.db
     .deleteFrom('sso_logins')
     .where('expires_at', '<', now - LOGIN_TTL_MS)
