@@ -23,6 +23,7 @@ import { TailMeter } from './fold/tail-meter.js';
 import { registerTrackingRoutes } from './tracking/routes.js';
 import { registerWebhookRoutes } from './webhooks/routes.js';
 import { registerMemberRoutes } from './members/routes.js';
+import { registerSsoRoutes } from './sso/routes.js';
 
 /** The whole application: the HTTP server, the folding stage's gauges and every feature's routes. */
 export async function buildApp(deps: AppDeps, options: ServerOptions = {}): Promise<FastifyInstance> {
@@ -61,6 +62,7 @@ export async function buildApp(deps: AppDeps, options: ServerOptions = {}): Prom
     registerReportEmailRoutes(v1);
     registerPeriodRoutes(v1);
     registerMemberRoutes(v1);
+    registerSsoRoutes(v1);
   });
   await registerDashboard(app);
   registerReference(app);

@@ -30,7 +30,11 @@ export type AuditAction =
   | 'invitation.revoked'
   | 'invitation.accepted'
   | 'member.role_changed'
-  | 'member.removed';
+  | 'member.removed'
+  | 'sso.configured'
+  | 'sso.removed'
+  | 'sso.signed_in'
+  | 'sso.sign_in_failed';
 
 export interface AuditEntry {
   action: AuditAction;

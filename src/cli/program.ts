@@ -10,6 +10,7 @@ import { updateSettings } from '../settings/settings.js';
 import { migrateStorage, openStorage } from '../storage/db.js';
 import { queueDigestWeekAt } from '../webhooks/digest.js';
 import { resealWebhookSecrets } from '../webhooks/secret-storage.js';
+import { resealSsoSecrets } from '../sso/secret.js';
 import { DeliveryWorker } from '../webhooks/worker.js';
 import { registerBudgetCommands } from '../budgets/cli.js';
 import { registerPeriodCommands } from '../periods/cli.js';
@@ -304,7 +305,7 @@ export function buildCli(): Command {
 
   const secrets = program
     .command('secrets')
-    .description('Secrets stored encrypted (webhook signing secrets)');
+    .description('Secrets stored encrypted (webhook signing secrets, single sign-on client secrets)');
   secrets
     .command('rotate')
     .description(
@@ -313,14 +314,20 @@ export function buildCli(): Command {
     .option('--json', 'machine-readable output', false)
     .action(async (opts: { json: boolean }) => {
       const counts = await withCtx(
-        async (ctx) => ({
-          key_id: ctx.config.secretBox?.keyId ?? null,
-          ...(await resealWebhookSecrets(ctx, { only: 'all' })),
-        }),
+        async (ctx) => {
+          const webhooks = await resealWebhookSecrets(ctx, { only: 'all' });
+          // Single sign-on client secrets too; `unreadable` names them sso:<org id>.
+          const sso = await resealSsoSecrets(ctx);
+          return {
+            key_id: ctx.config.secretBox?.keyId ?? null,
+            sealed: webhooks.sealed + sso.sealed,
+            unreadable: [...webhooks.unreadable, ...sso.unreadable],
+          };
+        },
         { secrets: true },
       );
       print(opts.json, counts, () => [
-        `${counts.sealed} webhook secrets sealed with key ${String(counts.key_id)}.`,
+        `${counts.sealed} secrets (webhook signing, single sign-on client) sealed with key ${String(counts.key_id)}.`,
         ...(counts.unreadable.length > 0
           ? [
               `${counts.unreadable.length} could not be opened (their key is not configured): ${counts.unreadable.join(', ')}`,

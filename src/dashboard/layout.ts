@@ -113,6 +113,7 @@ export function loginPage(input: { message: string | null; status?: 'error' | 'i
             />
             <button type="submit" class="button">Sign in</button>
           </form>
+          <p><a href="/dashboard/sso">Sign in with single sign-on</a></p>
         </main>
       </body>
     </html>`.text

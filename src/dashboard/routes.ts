@@ -18,6 +18,7 @@ import { registerWebhookPages } from './pages/webhooks.js';
 import { registerOpenTelemetryPage } from './pages/opentelemetry.js';
 import { registerPeriodPages } from './pages/periods.js';
 import { registerMemberPages } from './pages/members.js';
+import { registerSsoPages } from './pages/sso.js';
 import {
   clearSessionCookie,
   readCookie,
@@ -222,6 +223,7 @@ export async function registerDashboard(app: FastifyInstance): Promise<void> {
       registerBudgetEmailPages(dash, app);
       registerBudgetPages(dash, app);
       registerMemberPages(dash, app);
+      registerSsoPages(dash, app);
     },
     { prefix: '/dashboard' },
   );

@@ -460,6 +460,33 @@ describe('the TypeScript client against tally serve', () => {
     expect(count).toBeGreaterThan(5);
   });
 
+  it('configures single sign-on; the secret never comes back', async () => {
+    await expect(tally.sso.get()).rejects.toMatchObject({ code: 'not_found', status: 404 });
+    const put = await tally.sso.put({
+      issuer: 'https://login.example.com/tenant',
+      client_id: 'ts-client',
+      client_secret: 'ts-client-secret',
+      allowed_domains: ['example.com'],
+      passwords_allowed: false,
+    });
+    expect(put).toMatchObject({ client_id: 'ts-client', client_secret_set: true, passwords_allowed: false });
+    expect(JSON.stringify(put)).not.toContain('ts-client-secret');
+    expect(await tally.sso.get()).toEqual(put);
+    const changed = await tally.sso.put({
+      issuer: put.issuer,
+      client_id: 'ts-client-2',
+      allowed_domains: put.allowed_domains,
+      default_role: 'admin',
+    });
+    expect(changed).toMatchObject({
+      client_id: 'ts-client-2',
+      default_role: 'admin',
+      passwords_allowed: false,
+    });
+    await tally.sso.delete();
+    await expect(tally.sso.get()).rejects.toMatchObject({ code: 'not_found' });
+  });
+
   it("manages OpenTelemetry mapping rules and unresolved runs (the export itself is an exporter's)", async () => {
     const end = Date.now() * 1e6;
     const span = (spanId: string, name: string, attributes: Record<string, string>) => ({

@@ -546,6 +546,24 @@ describe('the OpenAPI document', () => {
     expect((await call(oneMember, removeMember)).statusCode).toBe(204);
     expect((await call(oneMember, removeMember)).statusCode).toBe(404);
 
+    // Single sign-on (Enterprise)
+    const enterprise = await h.createOrg({ plan: 'enterprise' });
+    const sso = (method: 'GET' | 'PUT' | 'DELETE', payload?: object, apiKey = enterprise.apiKey) =>
+      call('/v1/sso', { method, url: '/v1/sso', apiKey, ...(payload ? { payload } : {}) });
+    expect((await sso('GET')).statusCode).toBe(404);
+    expect((await sso('GET', undefined, free.apiKey)).statusCode).toBe(403);
+    const ssoBody = {
+      issuer: 'https://login.example.com',
+      client_id: 'tally',
+      client_secret: 'secret',
+      allowed_domains: ['example.com'],
+    };
+    expect((await sso('PUT', { ...ssoBody, issuer: 'http://login.example.com' })).statusCode).toBe(422);
+    expect((await sso('PUT', ssoBody)).statusCode).toBe(200);
+    expect((await sso('GET')).statusCode).toBe(200);
+    expect((await sso('DELETE')).statusCode).toBe(204);
+    expect((await sso('DELETE')).statusCode).toBe(404);
+
     // Every operation answered at least one success and one error.
     const seen = checker.seen();
     for (const item of Object.values(doc.paths)) {

@@ -37,6 +37,7 @@ from .types import (
     OtlpUnresolvedRunList,
     Report,
     Settings,
+    SsoConnection,
     TaskType,
     TaskTypeList,
     TrackBatchItem,
@@ -496,3 +497,23 @@ class Tally:
 
     def dismiss_otlp_unresolved_run(self, run_id: str) -> None:
         self._call("DELETE", f"/v1/otlp/unresolved-runs/{_seg(run_id)}", retry="rate_limited")
+
+    # single sign-on (Enterprise)
+
+    def get_sso(self) -> SsoConnection:
+        return cast(SsoConnection, self._call("GET", "/v1/sso"))
+
+    def put_sso(self, issuer: str, client_id: str, allowed_domains: List[str], *,
+                client_secret: Optional[str] = None, default_role: Optional[str] = None,
+                passwords_allowed: Optional[bool] = None, enabled: Optional[bool] = None) -> SsoConnection:
+        """Creates or replaces the OpenID Connect configuration. ``client_secret`` is required the
+        first time and write-only; omitted later, the stored one stays."""
+        body: Dict[str, Any] = {"issuer": issuer, "client_id": client_id, "allowed_domains": allowed_domains}
+        for name, given in (("client_secret", client_secret), ("default_role", default_role),
+                            ("passwords_allowed", passwords_allowed), ("enabled", enabled)):
+            if given is not None:
+                body[name] = given
+        return cast(SsoConnection, self._call("PUT", "/v1/sso", body=body))
+
+    def delete_sso(self) -> None:
+        self._call("DELETE", "/v1/sso", retry="rate_limited")

@@ -492,3 +492,20 @@ class WebhookEnvelope(TypedDict):
                   "budget.threshold_crossed", "budget.forecast_exceeded", "usage.threshold_crossed"]
     created_at: str
     data: Union[Event, Dict[str, Any]]
+
+
+class SsoConnection(TypedDict):
+    """``GET /v1/sso``: the single sign-on configuration; the client secret is never returned."""
+
+    organization_id: str
+    issuer: str
+    client_id: str
+    client_secret_set: bool
+    allowed_domains: List[str]
+    default_role: Literal["admin", "analyst"]
+    passwords_allowed: bool
+    enabled: bool
+    redirect_uri: str
+    start_url: str
+    created_at: str
+    updated_at: str

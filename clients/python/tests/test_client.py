@@ -241,6 +241,22 @@ class ReportsAndAdminTest(unittest.TestCase):
         self.assertGreaterEqual(len(list(self.tally.iter_audit_log(limit=2))), 5)
         self.assertGreater(len(list(self.tally.iter_events(limit=3))), 3)
 
+    def test_single_sign_on_configuration(self) -> None:
+        with self.assertRaises(TallyError) as missing:
+            self.tally.get_sso()
+        self.assertEqual(missing.exception.code, "not_found")
+        put = self.tally.put_sso("https://login.example.com/tenant", "py-client", ["Example.com"],
+                                 client_secret="py-client-secret", passwords_allowed=False)
+        self.assertEqual(put["allowed_domains"], ["example.com"])
+        self.assertTrue(put["client_secret_set"])
+        self.assertNotIn("py-client-secret", repr(put))
+        self.assertEqual(self.tally.get_sso(), put)
+        kept = self.tally.put_sso(put["issuer"], "py-client-2", put["allowed_domains"], default_role="admin")
+        self.assertEqual(kept["default_role"], "admin")
+        self.tally.delete_sso()
+        with self.assertRaises(TallyError):
+            self.tally.get_sso()
+
     def test_otlp_mapping_rules_and_unresolved_runs(self) -> None:
         # The export itself is an OpenTelemetry exporter's: here a hand-made OTLP/JSON one.
         end = time.time_ns()

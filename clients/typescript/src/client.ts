@@ -562,4 +562,27 @@ export class Tally {
       this.get<T.AuditLogPage>('/v1/audit-log', query, call),
     iterate: (query: T.PageQuery = {}) => this.pages((cursor) => this.auditLog.list({ ...query, cursor })),
   };
+
+  // Single sign-on (Enterprise): the client secret is write-only, never returned.
+
+  readonly sso = {
+    get: (call?: CallOptions) => this.get<T.SsoConnection>('/v1/sso', {}, call),
+    /** Creates or replaces the configuration; omit `client_secret` to keep the stored one. */
+    put: (body: T.SsoConnectionInput, call?: CallOptions) =>
+      this.request<T.SsoConnection>({
+        method: 'PUT',
+        path: '/v1/sso',
+        body,
+        retry: 'all',
+        signal: call?.signal,
+      }),
+    delete: async (call?: CallOptions): Promise<void> => {
+      await this.request<void>({
+        method: 'DELETE',
+        path: '/v1/sso',
+        retry: 'rate_limited',
+        signal: call?.signal,
+      });
+    },
+  };
 }

@@ -21,7 +21,7 @@ export interface TransportOptions {
 export type QueryValue = string | number | boolean | undefined | null;
 
 export interface RequestOptions {
-  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   path: string;
   query?: Record<string, QueryValue> | undefined;
   body?: unknown;

@@ -239,6 +239,13 @@ ${s.admin_emails.join('\n')}</textarea>
         })}
         <div class="field actions"><button type="submit" class="button">Create key</button></div>
       </form>
+    </section>
+    <section class="panel">
+      <h2>Single sign-on</h2>
+      <p>
+        <a href="/dashboard/settings/sso">Single sign-on with your identity provider</a> (OpenID Connect,
+        Enterprise plan).
+      </p>
     </section>`;
   return sendPage(request, reply, {
     title: 'Settings',
