@@ -22,7 +22,15 @@ export type AuditAction =
   | 'budget.deleted'
   | 'fixed_cost.created'
   | 'fixed_cost.updated'
-  | 'fixed_cost.deleted';
+  | 'fixed_cost.deleted'
+  | 'account.signed_in'
+  | 'account.sign_in_failed'
+  | 'account.signed_out'
+  | 'account.password_changed'
+  | 'account.password_reset'
+  | 'account.session_ended'
+  | 'account.first_owner_created'
+  | 'account.org_switched';
 
 export interface AuditEntry {
   action: AuditAction;
