@@ -66,7 +66,15 @@ export async function signInWithPassword({
     subjects.filter((s) => s.startsWith('email:')),
   );
   const memberships = await membershipsOf(ctx, row.id);
-  const membership = memberships[0];
+  // The organisation the person looked at last (a session still open), else the first by name.
+  const last = await ctx.db
+    .selectFrom('account_sessions')
+    .select('org_id')
+    .where('account_id', '=', row.id)
+    .orderBy('last_seen_at', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  const membership = memberships.find((m) => m.orgId === last?.org_id) ?? memberships[0];
   if (membership === undefined) return { ok: false, reason: 'no_membership' };
   return { ok: true, accountId: row.id, email: row.email, membership };
 }

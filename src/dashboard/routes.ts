@@ -49,6 +49,13 @@ function parseForm(body: string): Form {
   return form;
 }
 
+const DASHBOARD_ROUTES = new Set<string>();
+
+/** Every dashboard route registered so far, as `METHOD /dashboard/…` (the role matrix's test walks them). */
+export function dashboardRoutes(): string[] {
+  return [...DASHBOARD_ROUTES].sort();
+}
+
 export async function registerDashboard(app: FastifyInstance): Promise<void> {
   const assets = loadAssets();
   const hidden = { schema: { hide: true } };
@@ -64,6 +71,7 @@ export async function registerDashboard(app: FastifyInstance): Promise<void> {
       // Pages are not API: they stay out of /openapi.json.
       dash.addHook('onRoute', (route) => {
         route.schema = { ...route.schema, hide: true };
+        for (const method of [route.method].flat()) DASHBOARD_ROUTES.add(`${method} ${route.url}`);
       });
       // Forms post as application/x-www-form-urlencoded; only here, the API stays JSON-only.
       dash.addContentTypeParser(
