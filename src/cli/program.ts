@@ -14,6 +14,7 @@ import { DeliveryWorker } from '../webhooks/worker.js';
 import { registerBudgetCommands } from '../budgets/cli.js';
 import { print } from './output.js';
 import { registerOtlpCommands } from '../otlp/cli.js';
+import { registerCreateOwnerCommand } from '../accounts/cli.js';
 
 function number(value: string): number {
   const n = Number(value);
@@ -296,6 +297,9 @@ export function buildCli(): Command {
     });
 
   registerOtlpCommands(program, withCtx);
+
+  const members = program.command('members').description('People and their roles in organisations');
+  registerCreateOwnerCommand(members, withCtx);
 
   const secrets = program
     .command('secrets')

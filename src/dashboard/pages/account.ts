@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Actor } from '../../accounts/actor.js';
 import { signInWithPassword } from '../../accounts/sign-in.js';
 import {
@@ -10,6 +10,7 @@ import {
   dropAnySession,
 } from '../../accounts/sessions.js';
 import { getAccount, setPassword } from '../../accounts/store.js';
+import { liveToken, redeemFirstOwner, requestPasswordReset, resetPassword } from '../../accounts/tokens.js';
 import { verifyPassword } from '../../accounts/passwords.js';
 import { recordAudit } from '../../audit/audit-log.js';
 import type { ServiceCtx } from '../../context.js';
@@ -17,8 +18,8 @@ import { AppError } from '../../errors.js';
 import { serviceCtx } from '../../http/app-types.js';
 import { getOrganization } from '../../orgs/organizations.js';
 import { dateTime } from '../format.js';
-import { html } from '../html.js';
-import { csrfField, loginPage } from '../layout.js';
+import { html, type SafeHtml } from '../html.js';
+import { csrfField, loginPage, messageLine, publicPage } from '../layout.js';
 import {
   dashboardCtx,
   field,
@@ -68,9 +69,186 @@ function personOf(request: FastifyRequest): DashboardSession & { accountId: stri
   return s as DashboardSession & { accountId: string; email: string };
 }
 
+const RESET_SENT =
+  'If that address has an account, a link to set a new password is on its way to it. The link works once, for an hour.';
+
+function problemOf(error: unknown): { status: number; message: string } {
+  if (error instanceof AppError && error.status < 500)
+    return { status: error.status, message: error.message };
+  throw error;
+}
+
+function passwordField(label = 'New password'): SafeHtml {
+  return html`<label for="password">${label}</label>
+    <input
+      id="password"
+      name="password"
+      type="password"
+      autocomplete="new-password"
+      minlength="12"
+      required
+      aria-describedby="password-hint"
+    />
+    <small id="password-hint" class="muted"
+      >At least 12 characters; not your e-mail, not a common password.</small
+    >`;
+}
+
 export function registerAccountPages(dash: FastifyInstance, app: FastifyInstance): void {
   const open = { config: { dashboardPublic: true } };
   const keyForm = () => app.tally.config.dashboardKeySignIn !== 'off';
+  const sendPublic = (reply: FastifyReply, status: number, title: string, body: SafeHtml) =>
+    reply.code(status).type('text/html; charset=utf-8').send(publicPage(title, body));
+
+  /** Sign-in attempts and reset requests share the per-address limit. */
+  async function addressAllowed(request: FastifyRequest): Promise<boolean> {
+    try {
+      const decision = await app.tally.rateLimiter.consume(
+        `dashboard-sign-in:${request.ip}`,
+        SIGN_IN_ATTEMPTS_PER_SECOND,
+        1,
+        app.tally.clock.now().getTime(),
+      );
+      return decision.granted >= 1;
+    } catch (error) {
+      request.log.warn({ err: error }, 'rate limiter unavailable; request let through');
+      return true;
+    }
+  }
+
+  const resetRequestForm = (message: string | null, status: 'error' | 'info' = 'error') =>
+    html`${messageLine(message, status)}
+      <p class="muted">Give the e-mail address you sign in with; we send a link to set a new password.</p>
+      <form method="post" action="/dashboard/password-reset">
+        <label for="email">E-mail</label>
+        <input id="email" name="email" type="email" autocomplete="username" required autofocus />
+        <button type="submit" class="button">Send the link</button>
+      </form>
+      <p><a href="/dashboard/login">Back to sign-in</a></p>`;
+
+  dash.get('/password-reset', open, async (_request, reply) =>
+    sendPublic(reply, 200, 'Forgot your password?', resetRequestForm(null)),
+  );
+
+  dash.post('/password-reset', open, async (request, reply) => {
+    if (!(await addressAllowed(request))) {
+      reply.header('Retry-After', '1');
+      return sendPublic(
+        reply,
+        429,
+        'Forgot your password?',
+        resetRequestForm('Too many requests from your address. Wait a moment and try again.'),
+      );
+    }
+    await requestPasswordReset(serviceCtx(app.tally), field(formOf(request), 'email'));
+    return sendPublic(
+      reply,
+      200,
+      'Check your e-mail',
+      html`${messageLine(RESET_SENT, 'info')}
+        <p><a href="/dashboard/login">Back to sign-in</a></p>`,
+    );
+  });
+
+  const resetForm = (token: string, message: string | null) =>
+    html`${messageLine(message)}
+      <form method="post" action="/dashboard/password-reset/${token}">
+        ${passwordField()}
+        <button type="submit" class="button">Set the password and sign in</button>
+      </form>`;
+  const gone = html`${messageLine('This link has expired or has been used already. Ask for a new one.')}
+    <p><a href="/dashboard/password-reset">Ask for a new link</a></p>`;
+
+  dash.get<{ Params: { token: string } }>('/password-reset/:token', open, async (request, reply) => {
+    const live = await liveToken(serviceCtx(app.tally), 'password_reset', request.params.token);
+    if (!live) return sendPublic(reply, 404, 'Set a new password', gone);
+    return sendPublic(reply, 200, 'Set a new password', resetForm(request.params.token, null));
+  });
+
+  dash.post<{ Params: { token: string } }>('/password-reset/:token', open, async (request, reply) => {
+    const ctx = serviceCtx(app.tally);
+    const { token } = request.params;
+    let done;
+    try {
+      done = await resetPassword(ctx, token, field(formOf(request), 'password'));
+    } catch (error) {
+      const problem = problemOf(error);
+      if (problem.status === 404) return sendPublic(reply, 404, 'Set a new password', gone);
+      return sendPublic(reply, problem.status, 'Set a new password', resetForm(token, problem.message));
+    }
+    await signInBrowser({
+      ctx,
+      request,
+      reply,
+      accountId: done.account.id,
+      orgId: done.orgId,
+      method: 'reset',
+    });
+    return reply.redirect('/dashboard', 303);
+  });
+
+  const ownerForm = (token: string, email: string | null, message: string | null) =>
+    html`${messageLine(message)}
+      <p class="muted">
+        This link makes you the first owner of the organisation: owners can do everything, members included.
+      </p>
+      <form method="post" action="/dashboard/first-owner/${token}">
+        <label for="email">E-mail</label>
+        ${
+          email === null
+            ? html`<input id="email" name="email" type="email" autocomplete="username" required autofocus />`
+            : html`<input id="email" name="email" type="email" value="${email}" readonly />`
+        }
+        <label for="name">Name <span class="muted">(optional)</span></label>
+        <input id="name" name="name" type="text" autocomplete="name" maxlength="200" />
+        ${passwordField('Password')}
+        <button type="submit" class="button">Create the account</button>
+      </form>`;
+
+  dash.get<{ Params: { token: string } }>('/first-owner/:token', open, async (request, reply) => {
+    const live = await liveToken(serviceCtx(app.tally), 'first_owner', request.params.token);
+    if (!live) return sendPublic(reply, 404, 'Create the owner’s account', gone);
+    return sendPublic(
+      reply,
+      200,
+      'Create the owner’s account',
+      ownerForm(request.params.token, live.email, null),
+    );
+  });
+
+  dash.post<{ Params: { token: string } }>('/first-owner/:token', open, async (request, reply) => {
+    const ctx = serviceCtx(app.tally);
+    const { token } = request.params;
+    const form = formOf(request);
+    const live = await liveToken(ctx, 'first_owner', token);
+    if (!live) return sendPublic(reply, 404, 'Create the owner’s account', gone);
+    let done;
+    try {
+      done = await redeemFirstOwner(ctx, token, {
+        email: field(form, 'email'),
+        password: field(form, 'password'),
+        name: field(form, 'name').slice(0, 200),
+      });
+    } catch (error) {
+      const problem = problemOf(error);
+      if (problem.status === 404) return sendPublic(reply, 404, 'Create the owner’s account', gone);
+      return sendPublic(
+        reply,
+        problem.status,
+        'Create the owner’s account',
+        ownerForm(token, live.email, problem.message),
+      );
+    }
+    await signInBrowser({
+      ctx,
+      request,
+      reply,
+      accountId: done.account.id,
+      orgId: done.orgId,
+      method: 'first_owner',
+    });
+    return reply.redirect('/dashboard', 303);
+  });
 
   dash.get('/login', open, async (request, reply) => {
     const ended = queryOf(request).get('ended') ?? '';
@@ -82,19 +260,7 @@ export function registerAccountPages(dash: FastifyInstance, app: FastifyInstance
 
   dash.post('/login', open, async (request, reply) => {
     const ctx = serviceCtx(app.tally);
-    const now = app.tally.clock.now().getTime();
-    let allowed = true;
-    try {
-      const decision = await app.tally.rateLimiter.consume(
-        `dashboard-sign-in:${request.ip}`,
-        SIGN_IN_ATTEMPTS_PER_SECOND,
-        1,
-        now,
-      );
-      allowed = decision.granted >= 1;
-    } catch (error) {
-      request.log.warn({ err: error }, 'rate limiter unavailable; sign-in let through');
-    }
+    const allowed = await addressAllowed(request);
     const form = formOf(request);
     const email = field(form, 'email');
     const send = (status: number, message: string) =>
