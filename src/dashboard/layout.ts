@@ -74,7 +74,7 @@ function personMenu(person: PagePerson, org: Organization, csrfToken: string): S
       ? ''
       : html`<form method="post" action="/dashboard/account/switch" class="switch-org">
           <input type="hidden" name="csrf_token" value="${csrfToken}" />
-          <label for="switch_org" class="sr-only">Organisation</label>
+          <label for="switch_org" class="sr-only">Switch organisation</label>
           <select id="switch_org" name="org_id">
             ${person.memberships.map(
               (m) =>

@@ -52,6 +52,37 @@ const KEY_REFUSALS = {
   turned_off: 'Signing in with an API key is turned off here. Sign in with your e-mail and password.',
 } as const;
 
+/** A browser and system to recognise a session by, from its user agent (the whole text in a tooltip). */
+export function deviceOf(userAgent: string | null): string {
+  if (userAgent === null || userAgent === '') return 'Unknown device';
+  const browser =
+    [
+      [/Edg\/(\d+)/, 'Edge'],
+      [/OPR\/(\d+)/, 'Opera'],
+      [/Firefox\/(\d+)/, 'Firefox'],
+      [/HeadlessChrome\/(\d+)/, 'Headless Chrome'],
+      [/Chrome\/(\d+)/, 'Chrome'],
+      [/Version\/(\d+)[^ ]* (?:Mobile\/\S+ )?Safari\//, 'Safari'],
+      [/curl\/([\d.]+)/, 'curl'],
+    ]
+      .map(([pattern, name]) => {
+        const match = (pattern as RegExp).exec(userAgent);
+        return match ? `${name as string} ${match[1]}` : null;
+      })
+      .find((found) => found !== null) ?? null;
+  const system =
+    [
+      [/Android/, 'Android'],
+      [/iPhone|iPad/, 'iOS'],
+      [/Windows/, 'Windows'],
+      [/Mac OS X|Macintosh/, 'macOS'],
+      [/CrOS/, 'ChromeOS'],
+      [/Linux/, 'Linux'],
+    ].find(([pattern]) => (pattern as RegExp).test(userAgent))?.[1] ?? null;
+  if (browser === null) return userAgent.slice(0, 60);
+  return system === null ? browser : `${browser} on ${system as string}`;
+}
+
 function formOf(request: FastifyRequest): Form {
   return request.body instanceof Map ? (request.body as Form) : new Map<string, string[]>();
 }
@@ -352,9 +383,8 @@ export function registerAccountPages(dash: FastifyInstance, app: FastifyInstance
     const rows = sessions.map(
       (row) =>
         html`<tr>
-          <td>
-            ${row.userAgent ?? 'Unknown device'}
-            ${row.id === s.id ? html` <span class="pill">this session</span>` : ''}
+          <td title="${row.userAgent ?? ''}">
+            ${deviceOf(row.userAgent)} ${row.id === s.id ? html` <span class="pill">this session</span>` : ''}
           </td>
           <td>${row.ip ?? '—'}</td>
           <td>${orgNames.get(row.orgId) ?? row.orgId}</td>
