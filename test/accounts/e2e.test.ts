@@ -154,6 +154,13 @@ describe('people in Chromium', { timeout: 120_000 }, () => {
     await page.setViewportSize({ width: 1280, height: 900 });
     await page.screenshot({ path: join(DIR, 'account-sessions.png'), fullPage: true });
     expect(await page.locator('main table').first().locator('tbody tr').count()).toBeGreaterThan(0);
+    // On a phone the header with the switcher fits without sideways scrolling of the page.
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.goto('/dashboard');
+    await page.screenshot({ path: join(DIR, 'header-phone.png') });
+    expect(
+      await page.evaluate(() => document.documentElement.scrollWidth <= document.documentElement.clientWidth),
+    ).toBe(true);
     expect(e.problems).toEqual([]);
   });
 
