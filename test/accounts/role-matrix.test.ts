@@ -266,8 +266,17 @@ const ACTIONS: Action[] = [
   },
 ];
 
-/** Routes outside the matrix: signing in and out, ending one's own session, static assets. */
+/**
+ * Routes outside the matrix: signing in and out, ending one's own session, static assets, and
+ * the pages of single-use links (password reset, the first owner), open without a session.
+ */
 const UNGATED = new Set([
+  'GET /dashboard/password-reset',
+  'POST /dashboard/password-reset',
+  'GET /dashboard/password-reset/:token',
+  'POST /dashboard/password-reset/:token',
+  'GET /dashboard/first-owner/:token',
+  'POST /dashboard/first-owner/:token',
   'GET /dashboard/login',
   'POST /dashboard/login',
   'POST /dashboard/logout',
