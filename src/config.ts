@@ -53,7 +53,14 @@ export interface Config {
   publicUrl: string;
   /** How often the worker re-evaluates budget and usage alerts (TALLY_ALERT_CHECK_SECONDS). */
   alertCheckSeconds: number;
+  /**
+   * Whether an admin API key may sign in to the dashboard (TALLY_DASHBOARD_KEY_SIGN_IN): `on`,
+   * `off`, or `auto` (the default: only for an organisation that has no owner yet).
+   */
+  dashboardKeySignIn: KeySignIn;
 }
+
+export type KeySignIn = 'on' | 'off' | 'auto';
 
 export interface DatabaseTimeouts {
   /** Opening a connection, and waiting for a free one in the pool. */
@@ -167,6 +174,12 @@ function secretBox(env: Env): SecretBox | null {
   return new SecretBox(key, previous);
 }
 
+function keySignIn(raw: string | undefined): KeySignIn {
+  if (raw === undefined || raw === '') return 'auto';
+  if (raw === 'on' || raw === 'off' || raw === 'auto') return raw;
+  throw new ConfigError(`TALLY_DASHBOARD_KEY_SIGN_IN must be on, off or auto, got "${raw}"`);
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const databaseUrl = env.TALLY_DATABASE_URL || 'sqlite:./data/tally.db';
   if (!/^(sqlite:|postgres(ql)?:\/\/)/.test(databaseUrl)) {
@@ -261,5 +274,6 @@ export function loadConfig(env: Env = process.env): Config {
     publicUrl:
       publicUrl || `http://${env.TALLY_HOST || '127.0.0.1'}:${integer(env, portName, 8080, 0, 65535)}`,
     alertCheckSeconds: integer(env, 'TALLY_ALERT_CHECK_SECONDS', 60, 1, 86_400),
+    dashboardKeySignIn: keySignIn(env.TALLY_DASHBOARD_KEY_SIGN_IN),
   };
 }

@@ -5,6 +5,7 @@ import type { Config } from './config.js';
 import type { ServiceCtx } from './context.js';
 import { withSecretBox } from './crypto/secret-keys.js';
 import { buildApp } from './app.js';
+import { issueFirstOwnerLink } from './accounts/tokens.js';
 import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './http/rate-limit.js';
 import { countOrganizations, createOrganization } from './orgs/organizations.js';
 import { migrateStorage, openStorage, takeSqliteWriteLock, type Storage } from './storage/db.js';
@@ -26,9 +27,12 @@ export function createRateLimiter(
 
 /**
  * On an empty database, creates the `default` organisation (Enterprise, EUR) and returns its
- * API key so start-up can print it once; null when organisations exist already.
+ * API key so start-up can print it once (with the first owner's link); null when organisations
+ * exist already.
  */
-export async function bootstrapDefaultOrganization(ctx: ServiceCtx): Promise<string | null> {
+export async function bootstrapDefaultOrganization(
+  ctx: ServiceCtx,
+): Promise<{ apiKey: string; orgId: string } | null> {
   // Two processes starting on one empty database: the first creates it, the other waits, then
   // counts it. PostgreSQL: an advisory lock per schema for the transaction; SQLite: the write
   // lock, taken before the count.
@@ -44,7 +48,7 @@ export async function bootstrapDefaultOrganization(ctx: ServiceCtx): Promise<str
       ctx: inTrx,
       input: { name: 'default', plan: 'enterprise', currency: 'EUR' },
     });
-    return created.api_key;
+    return { apiKey: created.api_key, orgId: created.org.id };
   });
 }
 
@@ -78,8 +82,11 @@ export async function startService(configured: Config, clock: Clock = systemCloc
   await resealWebhookSecrets(ctx, { only: 'plaintext' });
   const bootstrapKey = await bootstrapDefaultOrganization(ctx);
   if (bootstrapKey) {
+    const orgId = bootstrapKey.orgId;
+    const link = await issueFirstOwnerLink(ctx, orgId);
     process.stdout.write(
-      `Created organisation "default" (plan enterprise). Its API key, shown only this once:\n\n  ${bootstrapKey}\n\n`,
+      `Created organisation "default" (plan enterprise). Its API key, shown only this once:\n\n  ${bootstrapKey.apiKey}\n\n` +
+        `Create its first owner's account (e-mail and password) with this one-time link, valid for 7 days:\n\n  ${link}\n\n`,
     );
   }
 

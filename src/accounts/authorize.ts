@@ -7,14 +7,17 @@ export type { Actor };
 
 export const OPERATOR: Actor = { kind: 'operator' };
 
+/** What the role check reads of a verb's context; a bare ServiceCtx (the CLI) is the operator. */
+export type ActorCtx = Partial<Pick<OrgCtx, 'actor' | 'actorKeyId'>>;
+
 /**
  * The actor of a verb context. A context built without one (the service's own jobs, older call
  * sites) acts as the operator when it names no key, and as an admin key when it names one: only
  * admin keys reach the verbs that change things (DESIGN §3).
  */
-export function actorOf(ctx: Pick<OrgCtx, 'actor' | 'actorKeyId'>): Actor {
+export function actorOf(ctx: ActorCtx): Actor {
   if (ctx.actor) return ctx.actor;
-  if (ctx.actorKeyId === null) return OPERATOR;
+  if (ctx.actorKeyId === null || ctx.actorKeyId === undefined) return OPERATOR;
   return { kind: 'api_key', keyId: ctx.actorKeyId, scope: 'admin', createdByAccountId: null };
 }
 
@@ -31,7 +34,7 @@ export function roleOfActor(actor: Actor): Role | null {
 }
 
 /** Whether the context's actor may do what needs `needed` (for hiding controls; verbs call requireRole). */
-export function hasRole(ctx: Pick<OrgCtx, 'actor' | 'actorKeyId'>, needed: Role): boolean {
+export function hasRole(ctx: ActorCtx, needed: Role): boolean {
   const role = roleOfActor(actorOf(ctx));
   return role !== null && roleAtLeast(role, needed);
 }
@@ -40,7 +43,7 @@ export function hasRole(ctx: Pick<OrgCtx, 'actor' | 'actorKeyId'>, needed: Role)
  * The one role check, called inside every verb that changes something. Throws 403
  * `insufficient_role` (a person's role is too low) or `insufficient_scope` (an ingest key).
  */
-export function requireRole(ctx: Pick<OrgCtx, 'actor' | 'actorKeyId'>, needed: Role): void {
+export function requireRole(ctx: ActorCtx, needed: Role): void {
   const actor = actorOf(ctx);
   const role = roleOfActor(actor);
   if (role === null) {

@@ -5,7 +5,8 @@ import { readCookie, SESSION_COOKIE, setSessionCookie } from '../dashboard/secur
 import { getOrganization } from '../orgs/organizations.js';
 import type { Organization } from '../orgs/organization-record.js';
 import { readDb } from '../storage/db.js';
-import { isRole, type Role } from './roles.js';
+import type { Role } from './roles.js';
+import { membershipsOf, type Membership } from './store.js';
 
 // A person's dashboard sessions (account_sessions). The browser holds a random token, the
 // database only its SHA-256. A person's token starts with `p.` so that the dashboard tells it
@@ -118,14 +119,16 @@ export interface PersonSession {
   org: Organization;
   csrfToken: string;
   flash: string | null;
+  /** Every organisation the person belongs to (the layout's selector). */
+  memberships: Membership[];
 }
 
 export type PersonSessionEnd = 'expired' | 'removed' | 'none';
 
 /**
- * The live session of a person's token, or why there is none. One read joins the session, the
- * account and the membership of the organisation it looks at: a removed member, a disabled
- * account or a lapsed timeout ends the session here, at its next request (its row is deleted).
+ * The live session of a person's token, or why there is none. It reads the session with its
+ * account, then the person's memberships: a removed member, a disabled account or a lapsed
+ * timeout ends the session here, at its next request (its row is deleted).
  */
 export async function resumeAccountSession({
   ctx,
@@ -140,11 +143,6 @@ export async function resumeAccountSession({
   const row = await reads.db
     .selectFrom('account_sessions')
     .innerJoin('accounts', 'accounts.id', 'account_sessions.account_id')
-    .leftJoin('memberships', (join) =>
-      join
-        .onRef('memberships.org_id', '=', 'account_sessions.org_id')
-        .onRef('memberships.account_id', '=', 'account_sessions.account_id'),
-    )
     .select([
       'account_sessions.account_id',
       'account_sessions.org_id',
@@ -154,17 +152,18 @@ export async function resumeAccountSession({
       'account_sessions.last_seen_at',
       'accounts.email',
       'accounts.disabled_at',
-      'memberships.role',
     ])
     .where('account_sessions.id', '=', id)
     .executeTakeFirst();
   if (!row) return { ended: 'none' };
+  const memberships = await membershipsOf(reads, row.account_id);
+  const current = memberships.find((m) => m.orgId === row.org_id);
   const now = ctx.clock.now().getTime();
-  const role = row.role ?? null;
-  const removed = role === null || !isRole(role) || row.disabled_at !== null;
+  const role = current?.role ?? null;
+  const removed = role === null || row.disabled_at !== null;
   const expired =
     now - Number(row.last_seen_at) >= IDLE_TIMEOUT_MS || now - Number(row.created_at) >= ABSOLUTE_TIMEOUT_MS;
-  if (removed || expired || role === null || !isRole(role)) {
+  if (removed || expired || role === null) {
     await ctx.db.deleteFrom('account_sessions').where('id', '=', id).execute();
     return { ended: removed ? 'removed' : 'expired' };
   }
@@ -185,6 +184,7 @@ export async function resumeAccountSession({
       org,
       csrfToken: row.csrf_token,
       flash: row.flash,
+      memberships,
     },
   };
 }

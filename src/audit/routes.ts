@@ -10,6 +10,9 @@ const AuditEntrySchema = Type.Object({
   id: Type.String(),
   at: Type.String({ format: 'date-time' }),
   actor_key_id: Type.Union([Type.String(), Type.Null()]),
+  // The person who acted: signed in to the dashboard, or the creator of the key used.
+  actor_account_id: Type.Union([Type.String(), Type.Null()]),
+  actor_email: Type.Union([Type.String(), Type.Null()]),
   action: Type.String(),
   target: Type.String(),
   // The changed resource as it was before and after, in its API shape; null for none.

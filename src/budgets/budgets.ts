@@ -1,3 +1,4 @@
+import { requireRole } from '../accounts/authorize.js';
 import { recordAudit } from '../audit/audit-log.js';
 import type { OrgCtx } from '../context.js';
 import { notFound, validationError } from '../errors.js';
@@ -134,6 +135,7 @@ function rowOf(orgId: string, budget: Budget): BudgetRow {
 }
 
 export async function createBudget({ ctx, input }: { ctx: OrgCtx; input: BudgetInput }): Promise<Budget> {
+  requireRole(ctx, 'admin');
   const at = ctx.clock.now();
   const budget: Budget = {
     id: newId('bud', at),
@@ -198,6 +200,7 @@ export async function updateBudget({
   id: string;
   patch: BudgetPatch;
 }): Promise<Budget> {
+  requireRole(ctx, 'admin');
   return ctx.db.transaction().execute(async (trx) => {
     const before = await getBudget({ ctx: { ...ctx, db: trx }, id });
     const scope = patch.scope ?? before.scope;
@@ -236,6 +239,7 @@ export async function updateBudget({
 
 /** Deletes a budget; the alerts it sent stay in the ledger (and in receivers' hands). */
 export async function deleteBudget({ ctx, id }: { ctx: OrgCtx; id: string }): Promise<void> {
+  requireRole(ctx, 'admin');
   await ctx.db.transaction().execute(async (trx) => {
     const before = await getBudget({ ctx: { ...ctx, db: trx }, id });
     await trx.deleteFrom('budgets').where('id', '=', id).where('org_id', '=', ctx.org.id).execute();

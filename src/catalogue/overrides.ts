@@ -1,3 +1,4 @@
+import { requireRole } from '../accounts/authorize.js';
 import { sql } from 'kysely';
 import { recordAudit } from '../audit/audit-log.js';
 import type { OrgCtx } from '../context.js';
@@ -38,6 +39,7 @@ export async function setOverride({
   key: string;
   input: OverrideInput;
 }): Promise<TaskTypeRecord> {
+  requireRole(ctx, 'admin');
   const builtin = await builtinFor(ctx, key);
   const row: OverrideRow = {
     org_id: ctx.org.id,
@@ -75,6 +77,7 @@ export async function setOverride({
 
 /** Goes back to the built-in default baseline. */
 export async function removeOverride({ ctx, key }: { ctx: OrgCtx; key: string }): Promise<TaskTypeRecord> {
+  requireRole(ctx, 'admin');
   const builtin = findBuiltin(key);
   const noOverride = () => new AppError('not_found', `No baseline override is set for task type "${key}".`);
   if (!builtin) {

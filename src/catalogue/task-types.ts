@@ -1,3 +1,4 @@
+import { requireRole } from '../accounts/authorize.js';
 import { recordAudit } from '../audit/audit-log.js';
 import type { OrgCtx } from '../context.js';
 import { AppError, notFound, validationError } from '../errors.js';
@@ -58,6 +59,7 @@ export async function createCustomTaskType({
   ctx: OrgCtx;
   input: CustomTaskTypeInput;
 }): Promise<TaskTypeRecord> {
+  requireRole(ctx, 'admin');
   if (findBuiltin(input.key)) throw validationError('/body/key', 'is the key of a built-in task type');
   const displayName = input.display_name.trim();
   if (displayName.length === 0) throw validationError('/body/display_name', 'must not be blank');
@@ -96,6 +98,7 @@ export async function createCustomTaskType({
 
 /** Soft-deletes a custom type; archiving one already archived answers it again, unchanged. */
 export async function archiveTaskType({ ctx, key }: { ctx: OrgCtx; key: string }): Promise<TaskTypeRecord> {
+  requireRole(ctx, 'admin');
   if (findBuiltin(key)) {
     throw new AppError(
       'cannot_archive_builtin',

@@ -17,6 +17,7 @@ import { registerPeriodCommands } from '../periods/cli.js';
 import { print } from './output.js';
 import { registerOtlpCommands } from '../otlp/cli.js';
 import { membersGroup, registerMemberCommands } from '../members/cli.js';
+import { registerCreateOwnerCommand } from '../accounts/cli.js';
 
 function number(value: string): number {
   const n = Number(value);
@@ -301,7 +302,9 @@ export function buildCli(): Command {
 
   registerOtlpCommands(program, withCtx);
 
-  registerMemberCommands(membersGroup(program), withCtx);
+  const members = membersGroup(program);
+  registerMemberCommands(members, withCtx);
+  registerCreateOwnerCommand(members, withCtx);
 
   const secrets = program
     .command('secrets')

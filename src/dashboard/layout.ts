@@ -1,5 +1,6 @@
 import type { Organization } from '../orgs/organizations.js';
-import { html, type SafeHtml } from './html.js';
+import type { Role } from '../accounts/roles.js';
+import { html, SafeHtml } from './html.js';
 
 export const NAV = [
   ['Overview', '/dashboard'],
@@ -31,6 +32,13 @@ function head(title: string): SafeHtml {
   </head>`;
 }
 
+/** The signed-in person of a page (absent for an API key's session). */
+export interface PagePerson {
+  email: string;
+  role: Role;
+  memberships: ReadonlyArray<{ orgId: string; orgName: string; role: Role }>;
+}
+
 export interface PageInput {
   title: string;
   section: Section;
@@ -38,6 +46,53 @@ export interface PageInput {
   csrfToken: string;
   flash: string | null;
   body: SafeHtml;
+  person?: PagePerson | null;
+  /** False: the body's forms that change something are left out (an analyst's pages). */
+  mayChange?: boolean;
+}
+
+/** Forms an analyst keeps: their own account, sessions and organisation, signing out. */
+const ALWAYS_ALLOWED_ACTIONS = /^\/dashboard\/(logout|account)(\/|"|$)/;
+const POST_FORM = /<form\b[^>]*\bmethod="post"[^>]*>[\s\S]*?<\/form>/g;
+
+/**
+ * A page body without the forms that change something: what an analyst sees. The verbs refuse
+ * the change anyway (accounts/authorize.ts requireRole); this only hides the controls. Forms
+ * are never nested in the dashboard's markup, so a form ends at its first `</form>`.
+ */
+export function withoutChangeForms(body: SafeHtml): SafeHtml {
+  return new SafeHtml(
+    body.text.replace(POST_FORM, (form) => {
+      const action = /\baction="([^"]*)"/.exec(form)?.[1] ?? '';
+      return ALWAYS_ALLOWED_ACTIONS.test(action) ? form : '';
+    }),
+  );
+}
+
+function personMenu(person: PagePerson, org: Organization, csrfToken: string): SafeHtml {
+  const others = person.memberships.filter((m) => m.orgId !== org.id);
+  const switcher =
+    others.length === 0
+      ? ''
+      : html`<form method="post" action="/dashboard/account/switch" class="switch-org">
+          <input type="hidden" name="csrf_token" value="${csrfToken}" />
+          <label for="switch_org" class="sr-only">Switch organisation</label>
+          <select id="switch_org" name="org_id">
+            ${person.memberships.map(
+              (m) =>
+                html`<option value="${m.orgId}" ${m.orgId === org.id ? html` selected` : ''}>
+                  ${m.orgName} (${m.role})
+                </option>`,
+            )}
+          </select>
+          <button type="submit" class="button quiet">Switch</button>
+        </form>`;
+  return html`<div class="person">
+    ${switcher}
+    <a href="/dashboard/account" class="person-link" title="Your account and sessions"
+      >${person.email} <span class="pill">${person.role}</span></a
+    >
+  </div>`;
 }
 
 /** The frame of every signed-in page: navigation, organisation, plan and currency, notice. */
@@ -60,6 +115,7 @@ export function page(input: PageInput): string {
             <span class="pill">${planName(input.org.plan)} plan</span>
             <span class="pill">${input.org.currency}</span>
           </div>
+          ${input.person ? personMenu(input.person, input.org, input.csrfToken) : ''}
           <nav aria-label="Main">
             <ul>
               ${nav}
@@ -73,7 +129,7 @@ export function page(input: PageInput): string {
         <main id="main">
           <h1>${input.title}</h1>
           ${input.flash === null ? '' : html`<p class="notice" role="status">${input.flash}</p>`}
-          ${input.body}
+          ${input.mayChange === false ? withoutChangeForms(input.body) : input.body}
           <footer class="muted"><a href="/reference">API reference</a></footer>
         </main>
       </body>
@@ -81,43 +137,74 @@ export function page(input: PageInput): string {
   }`;
 }
 
-/** The sign-in page (no session yet). */
-export function loginPage(input: { message: string | null; status?: 'error' | 'info' }): string {
+/** A page outside a session: sign-in, password reset, the first owner's account. */
+export function publicPage(title: string, body: SafeHtml): string {
   return `<!doctype html>\n${
     html`<html lang="en">
-      ${head('Sign in')}
+      ${head(title)}
       <body class="login">
         <main id="main" class="login-box">
           <p class="brand">Tally</p>
-          <h1>Sign in</h1>
-          <p class="muted">
-            Sign in with an admin API key of your organisation. The key opens a session and is not kept in
-            your browser.
-          </p>
-          ${
-            input.message === null
-              ? ''
-              : html`<p class="${input.status === 'info' ? 'notice' : 'error'}" role="alert">
-                  ${input.message}
-                </p>`
-          }
-          <form method="post" action="/dashboard/login">
-            <label for="api_key">API key</label>
-            <input
-              id="api_key"
-              name="api_key"
-              type="password"
-              autocomplete="off"
-              spellcheck="false"
-              required
-            />
-            <button type="submit" class="button">Sign in</button>
-          </form>
-          <p><a href="/dashboard/sso">Sign in with single sign-on</a></p>
+          <h1>${title}</h1>
+          ${body}
         </main>
       </body>
     </html>`.text
   }`;
+}
+
+export function messageLine(message: string | null, status: 'error' | 'info' = 'error'): SafeHtml | '' {
+  return message === null
+    ? ''
+    : html`<p class="${status === 'info' ? 'notice' : 'error'}" role="alert">${message}</p>`;
+}
+
+/**
+ * The sign-in page (no session yet): e-mail and password; the API key form only where the
+ * operator allows key sign-in (`keyForm`).
+ */
+export function loginPage(input: {
+  message: string | null;
+  status?: 'error' | 'info';
+  email?: string;
+  keyForm?: boolean;
+}): string {
+  const keyForm = input.keyForm
+    ? html`<details class="key-sign-in">
+        <summary>Sign in with an API key</summary>
+        <p class="muted">
+          For recovery, where the operator allows it: an admin API key of your organisation opens a session
+          and is not kept in your browser.
+        </p>
+        <form method="post" action="/dashboard/login">
+          <label for="api_key">API key</label>
+          <input id="api_key" name="api_key" type="password" autocomplete="off" spellcheck="false" required />
+          <button type="submit" class="button quiet">Sign in with the key</button>
+        </form>
+      </details>`
+    : '';
+  return publicPage(
+    'Sign in',
+    html`${messageLine(input.message, input.status)}
+      <form method="post" action="/dashboard/login">
+        <label for="email">E-mail</label>
+        <input
+          id="email"
+          name="email"
+          type="email"
+          autocomplete="username"
+          value="${input.email ?? ''}"
+          required
+          autofocus
+        />
+        <label for="password">Password</label>
+        <input id="password" name="password" type="password" autocomplete="current-password" required />
+        <button type="submit" class="button">Sign in</button>
+      </form>
+      <p><a href="/dashboard/password-reset">Forgot your password?</a></p>
+      <p><a href="/dashboard/sso">Sign in with single sign-on</a></p>
+      ${keyForm}`,
+  );
 }
 
 /** Hidden CSRF field of every form. */

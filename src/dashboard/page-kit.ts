@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { hasRole } from '../accounts/authorize.js';
 import type { OrgCtx } from '../context.js';
 import { AppError } from '../errors.js';
 import { serviceCtx } from '../http/app-types.js';
@@ -60,10 +61,24 @@ export function sendPage(
   input: { title: string; section: Section; body: ReturnType<typeof html>; status?: number },
 ) {
   const s = session(request);
+  const actor = s.actor;
+  const person =
+    actor.kind === 'person' && s.email !== null
+      ? { email: s.email, role: actor.role, memberships: s.memberships }
+      : null;
   return reply
     .code(input.status ?? 200)
     .type('text/html; charset=utf-8')
-    .send(page({ ...input, org: s.org, csrfToken: s.csrfToken, flash: s.flash }));
+    .send(
+      page({
+        ...input,
+        org: s.org,
+        csrfToken: s.csrfToken,
+        flash: s.flash,
+        person,
+        mayChange: hasRole({ actor, actorKeyId: s.keyId }, 'admin'),
+      }),
+    );
 }
 
 /** After a form: a one-time notice and a 303 to the page to show next (POST/redirect/GET). */

@@ -4,7 +4,6 @@ import { AppError } from '../errors.js';
 import { unstorableIssues } from '../http/storable.js';
 import { loadAssets } from './assets.js';
 import { html } from './html.js';
-import { loginPage } from './layout.js';
 import { registerBudgetPages } from './pages/budgets.js';
 import { registerBudgetEmailPages } from './pages/budgets-emails.js';
 import { registerPaybackPages } from './pages/budgets-payback.js';
@@ -19,20 +18,17 @@ import { registerOpenTelemetryPage } from './pages/opentelemetry.js';
 import { registerPeriodPages } from './pages/periods.js';
 import { registerMemberPages } from './pages/members.js';
 import { registerSsoPages } from './pages/sso.js';
+import { registerAccountPages } from './pages/account.js';
 import {
   clearSessionCookie,
   readCookie,
   sameOrigin,
   SESSION_COOKIE,
   setSecurityHeaders,
-  setSessionCookie,
   tokensMatch,
 } from './security.js';
-import { endSession, resumeSession, startSession } from './sessions.js';
-import { field, queryOf, sendPage, type Form } from './page-kit.js';
-
-/** Sign-in attempts per client address and second (the rate limiter's window). */
-const SIGN_IN_ATTEMPTS_PER_SECOND = 5;
+import { resumeSession } from './sessions.js';
+import { field, sendPage, type Form } from './page-kit.js';
 
 /**
  * A posted form, by field. Its strings meet the API's storable-string rule (no NUL, no unpaired
@@ -56,12 +52,12 @@ function parseForm(body: string): Form {
   return form;
 }
 
-const ENDED_MESSAGES: Record<string, string> = {
-  expired: 'Your session ended after a period without activity (or after 12 hours). Sign in again.',
-  revoked: 'The API key of your session was revoked, so the session ended. Sign in with another admin key.',
-  removed: 'You are no longer a member of that organisation, so the session ended.',
-  signed_out: 'You are signed out.',
-};
+const DASHBOARD_ROUTES = new Set<string>();
+
+/** Every dashboard route registered so far, as `METHOD /dashboard/…` (the role matrix's test walks them). */
+export function dashboardRoutes(): string[] {
+  return [...DASHBOARD_ROUTES].sort();
+}
 
 export async function registerDashboard(app: FastifyInstance): Promise<void> {
   const assets = loadAssets();
@@ -78,6 +74,7 @@ export async function registerDashboard(app: FastifyInstance): Promise<void> {
       // Pages are not API: they stay out of /openapi.json.
       dash.addHook('onRoute', (route) => {
         route.schema = { ...route.schema, hide: true };
+        for (const method of [route.method].flat()) DASHBOARD_ROUTES.add(`${method} ${route.url}`);
       });
       // Forms post as application/x-www-form-urlencoded; only here, the API stays JSON-only.
       dash.addContentTypeParser(
@@ -163,53 +160,7 @@ export async function registerDashboard(app: FastifyInstance): Promise<void> {
         return reply.header('Cache-Control', 'public, max-age=300').type(asset.type).send(asset.body);
       });
 
-      dash.get('/login', open, async (request, reply) => {
-        const ended = queryOf(request).get('ended') ?? '';
-        const message = ENDED_MESSAGES[ended] ?? null;
-        return reply.type('text/html; charset=utf-8').send(loginPage({ message, status: 'info' }));
-      });
-
-      dash.post('/login', open, async (request, reply) => {
-        const now = app.tally.clock.now().getTime();
-        let allowed = true;
-        try {
-          const decision = await app.tally.rateLimiter.consume(
-            `dashboard-sign-in:${request.ip}`,
-            SIGN_IN_ATTEMPTS_PER_SECOND,
-            1,
-            now,
-          );
-          allowed = decision.granted >= 1;
-        } catch (error) {
-          request.log.warn({ err: error }, 'rate limiter unavailable; sign-in let through');
-        }
-        const send = (status: number, message: string) =>
-          reply.code(status).type('text/html; charset=utf-8').send(loginPage({ message }));
-        if (!allowed) {
-          reply.header('Retry-After', '1');
-          return send(429, 'Too many sign-in attempts from your address. Wait a moment and try again.');
-        }
-        const form = request.body instanceof Map ? (request.body as Form) : new Map<string, string[]>();
-        const started = await startSession({ ctx: serviceCtx(app.tally), apiKey: field(form, 'api_key') });
-        if ('refused' in started) {
-          const messages = {
-            invalid: 'That API key is not valid. Check it and try again.',
-            revoked: 'That API key has been revoked. Sign in with an active admin key.',
-            ingest: 'That is an ingest key: it can only track events. Sign in with an admin key.',
-          } as const;
-          return send(401, messages[started.refused]);
-        }
-        setSessionCookie(request, reply, started.token);
-        return reply.redirect('/dashboard', 303);
-      });
-
-      dash.post('/logout', async (request, reply) => {
-        const token = readCookie(request, SESSION_COOKIE);
-        if (token) await endSession({ ctx: serviceCtx(app.tally), token });
-        clearSessionCookie(request, reply);
-        return reply.redirect('/dashboard/login?ended=signed_out', 303);
-      });
-
+      registerAccountPages(dash, app);
       registerOverviewPage(dash, app);
       registerReportPages(dash, app);
       registerEventPages(dash, app);

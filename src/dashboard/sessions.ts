@@ -8,6 +8,7 @@ import {
   setAccountSessionFlash,
   TOUCH_EVERY_MS,
 } from '../accounts/sessions.js';
+import { ownerCount, type Membership } from '../accounts/store.js';
 import type { ServiceCtx } from '../context.js';
 import { AppError } from '../errors.js';
 import { authenticate } from '../orgs/authenticator.js';
@@ -29,6 +30,8 @@ export interface DashboardSession {
   /** The person of a person's session; null for a key session. */
   accountId: string | null;
   email: string | null;
+  /** A person's memberships (the organisation selector); empty for a key session. */
+  memberships: Membership[];
   actor: Actor;
   csrfToken: string;
   flash: string | null;
@@ -36,10 +39,21 @@ export interface DashboardSession {
 
 const tokenHash = (token: string) => createHash('sha256').update(token).digest('hex');
 
-export type SignInRefusal = 'invalid' | 'revoked' | 'ingest';
+export type SignInRefusal = 'invalid' | 'revoked' | 'ingest' | 'turned_off';
 
 /**
- * Opens a session for an admin key (DESIGN §10). The key itself is neither stored nor sent back:
+ * Whether an admin key may open a dashboard session for the organisation: the operator's
+ * TALLY_DASHBOARD_KEY_SIGN_IN, `auto` allowing it only while the organisation has no owner.
+ */
+export async function keySignInAllowed(ctx: ServiceCtx, orgId: string): Promise<boolean> {
+  const policy = ctx.config.dashboardKeySignIn;
+  if (policy === 'on') return true;
+  if (policy === 'off') return false;
+  return (await ownerCount(ctx, orgId)) === 0;
+}
+
+/**
+ * Opens a session for an admin key (DESIGN §10), where keySignInAllowed. The key itself is neither stored nor sent back:
  * the browser holds only a random session token, the database only that token's hash.
  */
 export async function startSession({
@@ -58,6 +72,7 @@ export async function startSession({
     throw error;
   }
   if (auth.scope !== 'admin') return { refused: 'ingest' };
+  if (!(await keySignInAllowed(ctx, auth.org.id))) return { refused: 'turned_off' };
   const token = randomBytes(32).toString('base64url');
   const csrfToken = randomBytes(32).toString('base64url');
   const now = ctx.clock.now().getTime();
@@ -91,6 +106,7 @@ function keySession(
     keyId,
     accountId: null,
     email: null,
+    memberships: [],
     actor: { kind: 'api_key', keyId, scope: 'admin', createdByAccountId: null },
     csrfToken,
     flash,
@@ -124,6 +140,7 @@ export async function resumeSession({
         keyId: null,
         accountId: p.accountId,
         email: p.email,
+        memberships: p.memberships,
         actor: { kind: 'person', accountId: p.accountId, email: p.email, role: p.role },
         csrfToken: p.csrfToken,
         flash: p.flash,

@@ -1,3 +1,4 @@
+import { actorOf, requireRole } from '../accounts/authorize.js';
 import { createHash } from 'node:crypto';
 import { recordAudit } from '../audit/audit-log.js';
 import type { OrgCtx, ServiceCtx } from '../context.js';
@@ -51,11 +52,14 @@ export async function createApiKey({
   orgId,
   name,
   scope = 'admin',
+  createdByAccountId = null,
 }: {
   ctx: ServiceCtx;
   orgId: string;
   name?: string;
   scope?: string;
+  /** The person creating the key from the dashboard; null for the CLI. */
+  createdByAccountId?: string | null;
 }) {
   if (!isKeyScope(scope)) throw validationError('/scope', `must be one of ${KEY_SCOPES.join(', ')}`);
   await requireOrganization(ctx, orgId);
@@ -74,7 +78,7 @@ export async function createApiKey({
       revoked_at: null,
       scope,
       last_used_at: null,
-      created_by_account_id: null,
+      created_by_account_id: createdByAccountId,
     };
     await ctx.db.insertInto('api_keys').values(row).execute();
     return { key: keyView(row), api_key: apiKey };
@@ -151,6 +155,7 @@ export async function revokeApiKey({
 
 /** Revokes one key of the acting organisation (the dashboard's verb), audited as `revokeApiKey`. */
 export async function revokeOrgApiKey({ ctx, input }: { ctx: OrgCtx; input: { keyId: string } }) {
+  requireRole(ctx, 'admin');
   return revokeApiKey({ ctx, orgId: ctx.org.id, keyId: input.keyId, actorKeyId: ctx.actorKeyId });
 }
 
@@ -162,7 +167,15 @@ export async function createOrgApiKey({
   ctx: OrgCtx;
   input: { name?: string; scope: string };
 }) {
-  const created = await createApiKey({ ctx, orgId: ctx.org.id, name: input.name, scope: input.scope });
+  requireRole(ctx, 'admin');
+  const actor = actorOf(ctx);
+  const created = await createApiKey({
+    ctx,
+    orgId: ctx.org.id,
+    name: input.name,
+    scope: input.scope,
+    createdByAccountId: actor.kind === 'person' ? actor.accountId : null,
+  });
   await recordAudit(ctx, {
     action: 'api_key.created',
     target: `api_key:${created.key.id}`,

@@ -1,3 +1,4 @@
+import { requireRole } from '../accounts/authorize.js';
 import { recordAudit } from '../audit/audit-log.js';
 import { findBuiltin } from '../catalogue/builtins.js';
 import { findCustomTaskType } from '../catalogue/store.js';
@@ -81,6 +82,7 @@ export async function createMappingRule({
   ctx: OrgCtx;
   input: MappingRuleInput;
 }): Promise<{ rule: MappingRule; resolvedRuns: number }> {
+  requireRole(ctx, 'admin');
   const fields = normalise(input);
   if (fields.kind === 'task_type') await checkTaskType(ctx, fields.task_type);
   const at = ctx.clock.now();
@@ -117,6 +119,7 @@ export async function createMappingRule({
 }
 
 export async function deleteMappingRule({ ctx, id }: { ctx: OrgCtx; id: string }): Promise<MappingRule> {
+  requireRole(ctx, 'admin');
   const deleted = await inTransaction(ctx.db, async (trx) => {
     const row = await otlpDb(trx)
       .selectFrom('otlp_mapping_rules')

@@ -1,3 +1,4 @@
+import { requireRole } from '../accounts/authorize.js';
 import type { OrgCtx } from '../context.js';
 import { notFound } from '../errors.js';
 import { ulid } from '../ids.js';
@@ -124,6 +125,7 @@ export async function countUnresolvedRuns(db: DbOrTrx, orgId?: string): Promise<
 }
 
 export async function dismissUnresolvedRun({ ctx, id }: { ctx: OrgCtx; id: string }): Promise<UnresolvedRun> {
+  requireRole(ctx, 'admin');
   const row = await otlpDb(ctx.db)
     .selectFrom('otlp_unresolved_runs')
     .selectAll()
@@ -147,6 +149,7 @@ const RETRY_LIMIT = 1000;
  * a custom task type created); each one tracked leaves the list. Returns how many were tracked.
  */
 export async function retryUnresolvedRuns({ ctx }: { ctx: OrgCtx }): Promise<number> {
+  requireRole(ctx, 'admin');
   const rows = await otlpDb(ctx.db)
     .selectFrom('otlp_unresolved_runs')
     .selectAll()

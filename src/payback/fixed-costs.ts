@@ -1,3 +1,4 @@
+import { requireRole } from '../accounts/authorize.js';
 import { recordAudit } from '../audit/audit-log.js';
 import type { OrgCtx } from '../context.js';
 import { notFound, validationError } from '../errors.js';
@@ -210,6 +211,7 @@ export async function createFixedCost({
   ctx: OrgCtx;
   input: FixedCostInput;
 }): Promise<FixedCost> {
+  requireRole(ctx, 'admin');
   const at = ctx.clock.now().getTime();
   const cost: FixedCost = { id: newId('fc', new Date(at)), ...checked(input), createdAt: at, updatedAt: at };
   return ctx.db.transaction().execute(async (trx) => {
@@ -276,6 +278,7 @@ export async function updateFixedCost({
   id: string;
   patch: Partial<FixedCostInput>;
 }): Promise<FixedCost> {
+  requireRole(ctx, 'admin');
   return ctx.db.transaction().execute(async (trx) => {
     const before = await getFixedCost({ ctx: { ...ctx, db: trx }, id });
     const kind = patch.kind ?? before.kind;
@@ -313,6 +316,7 @@ export async function updateFixedCost({
 }
 
 export async function deleteFixedCost({ ctx, id }: { ctx: OrgCtx; id: string }): Promise<void> {
+  requireRole(ctx, 'admin');
   await ctx.db.transaction().execute(async (trx) => {
     const before = await getFixedCost({ ctx: { ...ctx, db: trx }, id });
     await trx.deleteFrom('fixed_costs').where('id', '=', id).where('org_id', '=', ctx.org.id).execute();

@@ -1,3 +1,4 @@
+import { requireRole } from '../accounts/authorize.js';
 import { randomBytes } from 'node:crypto';
 import type { OrgCtx } from '../context.js';
 import { notFound, validationError } from '../errors.js';
@@ -139,6 +140,7 @@ export async function createSchedule({
   ctx: OrgCtx;
   input: ScheduleInput;
 }): Promise<Schedule> {
+  requireRole(ctx, 'admin');
   const frequency = checkFrequency(input.frequency);
   const emails = checkRecipients(input.recipients);
   const at = ctx.clock.now().getTime();
@@ -207,6 +209,7 @@ export async function updateSchedule({
   id: string;
   patch: Partial<ScheduleInput>;
 }): Promise<Schedule> {
+  requireRole(ctx, 'admin');
   const frequency = patch.frequency === undefined ? undefined : checkFrequency(patch.frequency);
   const emails = patch.recipients === undefined ? undefined : checkRecipients(patch.recipients);
   const at = ctx.clock.now().getTime();
@@ -225,6 +228,7 @@ export async function updateSchedule({
 }
 
 export async function deleteSchedule({ ctx, id }: { ctx: OrgCtx; id: string }): Promise<void> {
+  requireRole(ctx, 'admin');
   await ctx.db.transaction().execute(async (trx) => {
     await getSchedule({ ctx: { ...ctx, db: trx }, id });
     await trx.deleteFrom('report_recipients').where('schedule_id', '=', id).execute();

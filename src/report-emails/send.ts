@@ -1,3 +1,4 @@
+import { requireRole } from '../accounts/authorize.js';
 import type { OrgCtx, ServiceCtx } from '../context.js';
 import { queueEmails } from '../email/outbox.js';
 import { getOrganization } from '../orgs/organizations.js';
@@ -93,6 +94,7 @@ export async function queueDueReportEmails({ ctx }: { ctx: ServiceCtx }): Promis
 
 /** Sends the latest due period now to the schedule's recipients who have not had it. */
 export async function sendScheduleNow({ ctx, id }: { ctx: OrgCtx; id: string }) {
+  requireRole(ctx, 'admin');
   const schedule = await getSchedule({ ctx, id });
   const period = latestDuePeriod(schedule.frequency, ctx.clock.now());
   const queued = await queueSchedule(ctx, schedule, period);

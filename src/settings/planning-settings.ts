@@ -1,3 +1,4 @@
+import { requireRole } from '../accounts/authorize.js';
 import type { OrgCtx } from '../context.js';
 import { validationError } from '../errors.js';
 import { MICROS, fromMicros, toMicros } from '../money.js';
@@ -58,6 +59,7 @@ export async function updatePlanningSettings({
   ctx: OrgCtx;
   patch: PlanningSettingsPatch;
 }): Promise<PlanningSettings> {
+  requireRole(ctx, 'admin');
   const current = await getPlanningSettings(ctx.db, ctx.org.id);
   const next = { ...current };
   if (patch.fte_hours_per_month !== undefined) {

@@ -1,3 +1,4 @@
+import { requireRole, type ActorCtx } from '../accounts/authorize.js';
 import { isCategory } from '../catalogue/categories.js';
 import type { ServiceCtx } from '../context.js';
 import { validationError } from '../errors.js';
@@ -42,10 +43,12 @@ export async function updateSettings({
   orgId,
   patch,
 }: {
-  ctx: ServiceCtx;
+  /** Who acts is read from the context (a bare ServiceCtx is the operator: the CLI). */
+  ctx: ServiceCtx & ActorCtx;
   orgId: string;
   patch: SettingsPatch;
 }): Promise<Organization> {
+  requireRole(ctx, 'admin');
   const org = await getOrganization({ ctx, id: orgId });
   const changes: OrganizationUpdate = {};
   if (patch.name !== undefined) changes.name = checkName(patch.name, '/body/name');

@@ -1,3 +1,4 @@
+import { requireRole } from '../accounts/authorize.js';
 import { recordAudit } from '../audit/audit-log.js';
 import type { OrgCtx } from '../context.js';
 import { notFound } from '../errors.js';
@@ -31,6 +32,7 @@ export interface CreateWebhookInput {
 }
 
 export async function createWebhook({ ctx, input }: { ctx: OrgCtx; input: CreateWebhookInput }) {
+  requireRole(ctx, 'admin');
   const url = checkWebhookUrl(input.url, ctx.config.webhookAllowPrivateNetworks);
   const at = ctx.clock.now();
   const id = newId('wh', at);
@@ -116,6 +118,7 @@ export async function updateWebhook({
   id: string;
   input: UpdateWebhookInput;
 }) {
+  requireRole(ctx, 'admin');
   const url =
     input.url === undefined ? undefined : checkWebhookUrl(input.url, ctx.config.webhookAllowPrivateNetworks);
   const now = ctx.clock.now().getTime();
@@ -169,6 +172,7 @@ export async function updateWebhook({
 
 /** Soft delete; deliveries still pending for it are canceled. */
 export async function deleteWebhook({ ctx, id }: { ctx: OrgCtx; id: string }): Promise<void> {
+  requireRole(ctx, 'admin');
   const now = ctx.clock.now().getTime();
   await ctx.db.transaction().execute(async (trx) => {
     const before = await getWebhookRow({ ctx: { ...ctx, db: trx }, id });

@@ -1,3 +1,4 @@
+import { requireRole } from '../accounts/authorize.js';
 import type { OrgCtx } from '../context.js';
 import { enqueueMessage } from './outbox.js';
 import { getWebhookRow } from './subscriptions.js';
@@ -13,6 +14,7 @@ export async function sendTestPing({
   ctx: OrgCtx;
   id: string;
 }): Promise<{ message_id: string }> {
+  requireRole(ctx, 'admin');
   const at = ctx.clock.now();
   return ctx.db.transaction().execute(async (trx) => {
     const row = await getWebhookRow({ ctx: { ...ctx, db: trx }, id });

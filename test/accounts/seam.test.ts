@@ -150,4 +150,27 @@ describe.each(ENGINES)('accounts store and person sessions (%s)', (engine) => {
       .execute();
     expect(left).toEqual([]);
   });
+
+  it('ends a person’s session after 60 idle minutes and 12 hours after it opened', async () => {
+    const account = await createAccount({ ctx: h.ctx, email: 'timer@example.com' });
+    await addMembership({ ctx: h.ctx, orgId: h.org.id, accountId: account.id, role: 'analyst' });
+    const open = async () =>
+      `tally_session=${(await openAccountSession({ ctx: h.ctx, accountId: account.id, orgId: h.org.id, method: 'password' })).token}`;
+    const idle = await open();
+    h.clock.advance(59 * 60_000);
+    expect((await page(h, idle, '/dashboard')).statusCode).toBe(200);
+    h.clock.advance(60 * 60_000);
+    const ended = await page(h, idle, '/dashboard');
+    expect(ended.headers.location).toBe('/dashboard/login?ended=expired');
+
+    const busy = await open();
+    for (let i = 0; i < 12; i++) {
+      h.clock.advance(59 * 60_000);
+      const res = await page(h, busy, '/dashboard');
+      expect(res.statusCode, `after ${i + 1} × 59 minutes`).toBe(200);
+    }
+    // 12 × 59 minutes = 708: 12 more reach the 12 hours.
+    h.clock.advance(12 * 60_000);
+    expect((await page(h, busy, '/dashboard')).headers.location).toBe('/dashboard/login?ended=expired');
+  });
 });

@@ -283,6 +283,8 @@ class AuditEntry(TypedDict):
     id: str
     at: str
     actor_key_id: Optional[str]
+    actor_account_id: Optional[str]
+    actor_email: Optional[str]
     action: str
     target: str
     before: Any

@@ -820,6 +820,8 @@ export type components = {
             /** Format: date-time */
             at: string;
             actor_key_id: string | null;
+            actor_account_id: string | null;
+            actor_email: string | null;
             action: string;
             target: string;
             before: unknown;

@@ -15,6 +15,8 @@ export interface E2E {
   problems: string[];
   open(viewport?: { width: number; height: number }): Promise<{ context: BrowserContext; page: Page }>;
   signIn(page: Page, apiKey?: string): Promise<void>;
+  /** Signs a person in with e-mail and password. */
+  signInAs(page: Page, email: string, password: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -66,8 +68,17 @@ export async function startE2E(options: HarnessOptions = {}): Promise<E2E> {
       // Sign-in attempts are limited per address and second of the manual clock.
       h.clock.advance(1000);
       await page.goto('/dashboard/login');
+      // The key form is folded away under the e-mail form (key sign-in is for recovery).
+      await page.getByText('Sign in with an API key', { exact: true }).click();
       await page.getByLabel('API key').fill(apiKey);
-      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('button', { name: 'Sign in with the key' }).click();
+      await page.waitForURL((url) => url.pathname === '/dashboard');
+    },
+    async signInAs(page, email, password) {
+      await page.goto('/dashboard/login');
+      await page.getByLabel('E-mail').fill(email);
+      await page.getByLabel('Password').fill(password);
+      await page.getByRole('button', { name: 'Sign in', exact: true }).click();
       await page.waitForURL((url) => url.pathname === '/dashboard');
     },
     async close() {

@@ -46,8 +46,9 @@ describe('dashboard pages in Chromium', { timeout: 90_000 }, () => {
     ] as const) {
       e.h.clock.advance(1000);
       await page.goto('/dashboard/login');
+      await page.getByText('Sign in with an API key', { exact: true }).click();
       await page.getByLabel('API key').fill(key);
-      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('button', { name: 'Sign in with the key' }).click();
       await expect.poll(() => page.getByRole('alert').textContent()).toContain(message);
       expect((await page.context().cookies()).length).toBe(0);
     }
