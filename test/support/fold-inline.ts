@@ -6,10 +6,10 @@ import { onTrackCommitted } from '../../src/tracking/track.js';
 /**
  * Folds everything committed before the call with `stage`, then waits until the tail is empty:
  * PostgreSQL folds only below the oldest running transaction, so a batch of another call still
- * committing keeps the tail a moment longer.
+ * committing keeps the tail a moment longer (on a loaded machine, seconds: it waits up to 10 s).
  */
 export async function foldCommitted(ctx: ServiceCtx, stage: FoldStage): Promise<void> {
-  for (let attempt = 0; attempt < 200; attempt++) {
+  for (let attempt = 0; attempt < 2000; attempt++) {
     await stage.foldAll();
     if ((await readTail(ctx.db, ctx.engine, false)).headReceivedAt === null) return;
     await new Promise((resolve) => setTimeout(resolve, 5));
