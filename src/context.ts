@@ -20,9 +20,4 @@ export interface ServiceCtx {
 export interface OrgCtx extends ServiceCtx {
   org: Organization;
   actorKeyId: string | null;
-  /**
-   * The organisation's task-type overrides when they were read with its API key (PostgreSQL,
-   * orgs/api-keys.ts); tracking then uses them instead of reading them again.
-   */
-  overrides?: ReadonlyMap<string, number>;
 }

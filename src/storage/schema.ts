@@ -16,6 +16,8 @@ export interface OrganizationsTable {
   usd_exchange_rate: number | null;
   admin_emails: string;
   created_at: number;
+  /** The revision of the organisation's last assumption version (migration 0065). */
+  assumptions_revision: Generated<number>;
 }
 
 export interface ApiKeysTable {
@@ -377,6 +379,26 @@ export interface ReportEmailRunsTable {
   created_at: number;
 }
 
+/**
+ * One value of an assumption from an instant on (migration 0065; src/assumptions/). `value`:
+ * minutes for baselines, micro-units for rates and credits, null = unset.
+ */
+export interface AssumptionVersionsTable {
+  id: string;
+  org_id: string;
+  revision: number;
+  kind: string;
+  key: string;
+  value: number | null;
+  /** Epoch ms; 0 = from the beginning. */
+  effective_from: number;
+  recorded_at: number;
+  actor_key_id: string | null;
+  reason: string | null;
+  /** Set when the version was recorded by a restatement (a change with a past date). */
+  restatement_id: string | null;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   api_keys: ApiKeysTable;
@@ -404,6 +426,7 @@ export interface Database {
   report_schedules: ReportSchedulesTable;
   report_recipients: ReportRecipientsTable;
   report_email_runs: ReportEmailRunsTable;
+  assumption_versions: AssumptionVersionsTable;
 }
 
 export type OrganizationRow = Selectable<OrganizationsTable>;
@@ -413,6 +436,7 @@ export type NewEventRow = Insertable<EventsTable>;
 export type CustomTaskTypeRow = Selectable<CustomTaskTypesTable>;
 export type OverrideRow = Selectable<TaskTypeOverridesTable>;
 export type AuditLogRow = Selectable<AuditLogTable>;
+export type AssumptionVersionRow = Selectable<AssumptionVersionsTable>;
 export type OrganizationUpdate = Updateable<OrganizationsTable>;
 export type WebhookRow = Selectable<WebhooksTable>;
 export type WebhookAttemptRow = Selectable<WebhookAttemptsTable>;
