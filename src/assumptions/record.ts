@@ -103,12 +103,15 @@ export async function seedOrganizationVersions(
 }
 
 /**
- * When a change applies from (DESIGN: an instant, RFC 3339 with a zone, or a UTC day
- * `YYYY-MM-DD` meaning its 00:00 UTC): `text`, or now when absent.
+ * When a change applies from: an instant (RFC 3339 with a zone), or a UTC day `YYYY-MM-DD`
+ * meaning its 00:00 UTC, except today's date, which means now; now when absent.
  */
 export function effectiveFromOf(ctx: Pick<OrgCtx, 'clock'>, text: string | undefined, path: string): number {
-  if (text === undefined) return ctx.clock.now().getTime();
+  const now = ctx.clock.now();
+  if (text === undefined) return now.getTime();
   const day = /^\d{4}-\d{2}-\d{2}$/.test(text);
+  // Today's date means from now on: a change effective today moves no stored figure.
+  if (day && text === now.toISOString().slice(0, 10)) return now.getTime();
   const ms = Date.parse(day ? `${text}T00:00:00Z` : text);
   if (!Number.isFinite(ms) || (!day && !/(Z|[+-]\d{2}:\d{2})$/i.test(text))) {
     throw validationError(

@@ -5,6 +5,7 @@ import { unstorableIssues } from '../http/storable.js';
 import { loadAssets } from './assets.js';
 import { html } from './html.js';
 import { loginPage } from './layout.js';
+import { registerAssumptionPages } from './pages/assumptions.js';
 import { registerBudgetPages } from './pages/budgets.js';
 import { registerBudgetEmailPages } from './pages/budgets-emails.js';
 import { registerPaybackPages } from './pages/budgets-payback.js';
@@ -217,6 +218,7 @@ export async function registerDashboard(app: FastifyInstance): Promise<void> {
       registerPaybackPages(dash, app);
       registerBudgetEmailPages(dash, app);
       registerBudgetPages(dash, app);
+      registerAssumptionPages(dash, app);
     },
     { prefix: '/dashboard' },
   );
