@@ -62,6 +62,6 @@ export async function checkChange(ctx: OrgCtx, input: ChangeInput): Promise<Assu
     kind,
     key,
     value: storedValue(kind, value),
-    effectiveFrom: effectiveFromOf(ctx, input.effective_from, '/body/effective_from'),
+    effectiveFrom: effectiveFromOf(ctx.clock.now().getTime(), input.effective_from, '/body/effective_from'),
   };
 }

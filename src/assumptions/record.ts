@@ -106,8 +106,8 @@ export async function seedOrganizationVersions(
  * When a change applies from: an instant (RFC 3339 with a zone), or a UTC day `YYYY-MM-DD`
  * meaning its 00:00 UTC, except today's date, which means now; now when absent.
  */
-export function effectiveFromOf(ctx: Pick<OrgCtx, 'clock'>, text: string | undefined, path: string): number {
-  const now = ctx.clock.now();
+export function effectiveFromOf(nowMs: number, text: string | undefined, path: string): number {
+  const now = new Date(nowMs);
   if (text === undefined) return now.getTime();
   const day = /^\d{4}-\d{2}-\d{2}$/.test(text);
   // Today's date means from now on: a change effective today moves no stored figure.
@@ -126,8 +126,8 @@ export function effectiveFromOf(ctx: Pick<OrgCtx, 'clock'>, text: string | undef
  * The ordinary routes change assumptions from now on only: a change with a past date would move
  * figures already stored, which is a restatement, previewed and applied on its own routes.
  */
-export function refusePastDate(ctx: Pick<OrgCtx, 'clock'>, effectiveFrom: number, path: string): void {
-  if (effectiveFrom < ctx.clock.now().getTime()) {
+export function refusePastDate(nowMs: number, effectiveFrom: number, path: string): void {
+  if (effectiveFrom < nowMs) {
     throw validationError(
       path,
       'lies in the past: a change to past figures is a restatement; preview it with POST /v1/restatements/preview and apply it with POST /v1/restatements',

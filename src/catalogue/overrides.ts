@@ -44,8 +44,8 @@ export async function setOverride({
 }): Promise<TaskTypeRecord> {
   const builtin = await builtinFor(ctx, key);
   const now = ctx.clock.now().getTime();
-  const effectiveFrom = effectiveFromOf(ctx, input.effective_from, '/body/effective_from');
-  refusePastDate(ctx, effectiveFrom, '/body/effective_from');
+  const effectiveFrom = effectiveFromOf(now, input.effective_from, '/body/effective_from');
+  refusePastDate(now, effectiveFrom, '/body/effective_from');
   const row: OverrideRow = {
     org_id: ctx.org.id,
     task_key: key,
@@ -114,8 +114,8 @@ export async function removeOverride({
     throw notFound(`Task type "${key}"`);
   }
   const now = ctx.clock.now().getTime();
-  const effectiveFrom = effectiveFromOf(ctx, effectiveText, '/querystring/effective_from');
-  refusePastDate(ctx, effectiveFrom, '/querystring/effective_from');
+  const effectiveFrom = effectiveFromOf(now, effectiveText, '/querystring/effective_from');
+  refusePastDate(now, effectiveFrom, '/querystring/effective_from');
   return ctx.db.transaction().execute(async (trx) => {
     const trxCtx = { ...ctx, db: trx };
     const before = await findOverride(trx, ctx.org.id, key);

@@ -59,8 +59,8 @@ export async function updateSettings({
 }): Promise<Organization> {
   const org = await getOrganization({ ctx, id: orgId });
   const now = ctx.clock.now().getTime();
-  const effectiveFrom = effectiveFromOf(ctx, patch.effective_from, '/body/effective_from');
-  refusePastDate(ctx, effectiveFrom, '/body/effective_from');
+  const effectiveFrom = effectiveFromOf(now, patch.effective_from, '/body/effective_from');
+  refusePastDate(now, effectiveFrom, '/body/effective_from');
   const scheduled = effectiveFrom > now;
   const changes: OrganizationUpdate = {};
   const planned: PlannedChange[] = [];

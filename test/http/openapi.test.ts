@@ -229,6 +229,7 @@ describe('the OpenAPI document', () => {
         'admin_emails',
         'fte_hours_per_month',
         'alert_emails',
+        'assumption_history',
       ].sort(),
     );
     expect(

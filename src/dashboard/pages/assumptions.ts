@@ -52,7 +52,7 @@ export function historyTable(
       b.recorded_at.localeCompare(a.recorded_at),
   );
   return html`<div class="table-wrap">
-    <table>
+    <table id="assumption-history">
       <caption class="sr-only">
         ${caption}
       </caption>
@@ -179,7 +179,7 @@ export function registerAssumptionPages(dash: FastifyInstance, app: FastifyInsta
           : html`<section class="panel">
                 <h2>Months before and after</h2>
                 <div class="table-wrap">
-                  <table>
+                  <table id="restatement-months">
                     <thead>
                       <tr>
                         <th scope="col">Month</th>
@@ -209,7 +209,7 @@ export function registerAssumptionPages(dash: FastifyInstance, app: FastifyInsta
                 <h2>Events moved</h2>
                 <p class="muted">The first ${count(preview.events.length)}, oldest first.</p>
                 <div class="table-wrap">
-                  <table>
+                  <table id="restatement-events">
                     <thead>
                       <tr>
                         <th scope="col">Event</th>
