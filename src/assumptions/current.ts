@@ -2,7 +2,7 @@ import type { OrgCtx } from '../context.js';
 import { MICROS } from '../money.js';
 import type { AssumptionHistory } from './history.js';
 import type { AssumptionKind } from './kinds.js';
-import { columnValue } from './changes.js';
+import { columnValue, organizationAt } from './changes.js';
 import { valueAt } from './resolve.js';
 
 /**
@@ -18,6 +18,8 @@ export async function syncCurrentValue(
   now: number,
 ): Promise<void> {
   const { value, id } = valueAt(history, kind, key, now, columnValue(ctx.org, kind, key));
+  // The organisation's other values as in force now, for the JSON columns written whole.
+  const org = organizationAt(ctx.org, history, now);
   const orgs = ctx.db.updateTable('organizations').where('id', '=', ctx.org.id);
   switch (kind) {
     case 'default_hourly_rate':
@@ -28,7 +30,7 @@ export async function syncCurrentValue(
       return;
     case 'category_hourly_rate': {
       const rates: Record<string, number> = {};
-      for (const [c, micros] of Object.entries(ctx.org.categoryHourlyRatesMicros)) rates[c] = micros / MICROS;
+      for (const [c, micros] of Object.entries(org.categoryHourlyRatesMicros)) rates[c] = micros / MICROS;
       if (value === null) delete rates[key];
       else rates[key] = value / MICROS;
       await orgs.set({ category_hourly_rates: JSON.stringify(rates) }).execute();
@@ -37,7 +39,7 @@ export async function syncCurrentValue(
     case 'outcome_credit': {
       if (value === null) return;
       const credits: Record<string, number> = {};
-      for (const [o, micros] of Object.entries(ctx.org.outcomeCreditMicros)) credits[o] = micros / MICROS;
+      for (const [o, micros] of Object.entries(org.outcomeCreditMicros)) credits[o] = micros / MICROS;
       credits[key] = value / MICROS;
       await orgs.set({ outcome_credit: JSON.stringify(credits) }).execute();
       return;

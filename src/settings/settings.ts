@@ -1,4 +1,5 @@
-import { recordAssumptionChanges, type PlannedChange } from '../assumptions/changes.js';
+import { organizationAt, recordAssumptionChanges, type PlannedChange } from '../assumptions/changes.js';
+import { loadHistory } from '../assumptions/history.js';
 import { effectiveFromOf, refusePastDate } from '../assumptions/record.js';
 import { CATEGORIES, isCategory } from '../catalogue/categories.js';
 import type { ServiceCtx } from '../context.js';
@@ -102,7 +103,10 @@ export async function updateSettings({
         planned.push({ kind: 'outcome_credit', key: outcome, value: toMicros(credit) });
     }
     if (!scheduled) {
-      const current = organizationView(org).outcome_credit;
+      // The credits in force now (a change scheduled earlier may be in force without its columns).
+      const current = organizationView(
+        organizationAt(org, await loadHistory(ctx.db, orgId), now),
+      ).outcome_credit;
       changes.outcome_credit = JSON.stringify({ ...current, ...patch.outcome_credit });
     }
   }

@@ -130,19 +130,17 @@ describe.each(ENGINES)('the history kept per process (%s)', (engine) => {
     expect((await track()).resolved_hourly_rate).toBe(50);
     // Another instance's change: written to the database only, not through this process's routes.
     const org = await getOrganization({ ctx: h.ctx, id: h.org.id });
-    await h.storage.db
-      .transaction()
-      .execute((trx) =>
-        recordVersion(
-          { ...h.ctx, db: trx, org, actorKeyId: null },
-          {
-            kind: 'default_hourly_rate',
-            key: '',
-            value: 70_000_000,
-            effectiveFrom: Date.parse('2026-11-20T00:00:00Z'),
-          },
-        ),
-      );
+    await h.storage.db.transaction().execute((trx) =>
+      recordVersion(
+        { ...h.ctx, db: trx, org, actorKeyId: null },
+        {
+          kind: 'default_hourly_rate',
+          key: '',
+          value: 70_000_000,
+          effectiveFrom: Date.parse('2026-11-20T00:00:00Z'),
+        },
+      ),
+    );
     expect((await track()).resolved_hourly_rate).toBe(70);
   });
 });
