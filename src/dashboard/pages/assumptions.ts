@@ -118,6 +118,9 @@ function totalsCells(t: Totals, currency: string): SafeHtml {
     <td class="num">${money(t.net_saved, currency)}</td>`;
 }
 
+/** A preview group's value of its dimension (`agent_id`, `task_type` or `client_id`). */
+const groupName = (group: object, field: string) => (group as Record<string, string | null>)[field] ?? null;
+
 const safeBack = (back: string) =>
   /^\/dashboard\/[A-Za-z0-9/_-]*$/.test(back) ? back : '/dashboard/settings';
 
@@ -200,6 +203,47 @@ export function registerAssumptionPages(dash: FastifyInstance, app: FastifyInsta
                             <td class="num">${count(m.events_affected)}</td>
                             ${totalsCells(m.before, cur)} ${totalsCells(m.after, cur)}
                           </tr>`,
+                      )}
+                    </tbody>
+                  </table>
+                </div>
+              </section>
+              <section class="panel">
+                <h2>Groups moved</h2>
+                <p class="muted">Each month's agents, task types and clients whose figures move.</p>
+                <div class="table-wrap">
+                  <table id="restatement-groups">
+                    <thead>
+                      <tr>
+                        <th scope="col">Month</th>
+                        <th scope="col">By</th>
+                        <th scope="col">Group</th>
+                        <th scope="col" class="num">Events moved</th>
+                        <th scope="col" class="num">Net saved before</th>
+                        <th scope="col" class="num">Net saved after</th>
+                      </tr>
+                    </thead>
+                    <tbody>
+                      ${preview.months.flatMap((m) =>
+                        (
+                          [
+                            ['Agent', m.by_agent.map((g) => [groupName(g, 'agent_id'), g] as const)],
+                            ['Task type', m.by_task_type.map((g) => [groupName(g, 'task_type'), g] as const)],
+                            ['Client', m.by_client.map((g) => [groupName(g, 'client_id'), g] as const)],
+                          ] as const
+                        ).flatMap(([by, groups]) =>
+                          groups.map(
+                            ([name, g]) =>
+                              html`<tr>
+                                <td>${m.month}</td>
+                                <td>${by}</td>
+                                <td class="wrap">${name ?? html`<span class="muted">none</span>`}</td>
+                                <td class="num">${count(g.events_affected)}</td>
+                                <td class="num">${money(g.before.net_saved, cur)}</td>
+                                <td class="num">${money(g.after.net_saved, cur)}</td>
+                              </tr>`,
+                          ),
+                        ),
                       )}
                     </tbody>
                   </table>

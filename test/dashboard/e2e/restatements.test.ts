@@ -69,6 +69,16 @@ describe('a change from a past date, previewed then applied, in Chromium', { tim
       ]),
     );
     expect((await tableRows(page, '#restatement-events')).length).toBe(Math.min(50, api.affected_events));
+    // The groups moved: one row per agent, task type and client of each month.
+    const groups = await tableRows(page, '#restatement-groups');
+    expect(groups.length).toBe(
+      api.months.reduce((n, m) => n + m.by_agent.length + m.by_task_type.length + m.by_client.length, 0),
+    );
+    expect(groups[0]?.slice(0, 3)).toEqual([
+      api.months[0]?.month,
+      'Agent',
+      api.months[0]?.by_agent[0]?.agent_id,
+    ]);
     await page.screenshot({ path: join(DIR, 'restatement-preview.png'), fullPage: true });
 
     // Nothing is written until it is applied.
