@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { announceRestated } from '../../src/assumptions/announce.js';
 import { versionsInForceDuring } from '../../src/assumptions/in-force.js';
 import { repricerFor } from '../../src/assumptions/reprice.js';
 import { ENGINES } from '../support/engines.js';
@@ -258,5 +259,53 @@ describe.each(ENGINES)('restatements (%s)', (engine) => {
     const september = await versionsInForceDuring(ctx, org.id, '2026-09');
     expect(september.map((v) => v.kind)).not.toContain('baseline_override');
     await expect(versionsInForceDuring(ctx, org.id, '2026-13')).rejects.toThrow();
+  });
+});
+
+describe.each(ENGINES)('the figures.restated webhook (%s)', (engine) => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await createHarness(engine, { now: NOW, rateLimiter: unlimited });
+  });
+  afterAll(async () => h.close());
+
+  it('can be subscribed to, and an announced restatement reaches its subscribers only', async () => {
+    const hook = async (types: string[]) => {
+      const res = await h.request({
+        method: 'POST',
+        url: '/v1/webhooks',
+        payload: { url: 'https://hooks.example.com/tally', event_types: types },
+      });
+      expect(res.statusCode, res.body).toBe(201);
+      return res.json().id as string;
+    };
+    const subscribed = await hook(['figures.restated']);
+    await hook(['event.created']);
+    const r = await h.request({
+      method: 'POST',
+      url: '/v1/restatements',
+      payload: { kind: 'default_hourly_rate', value: 65, effective_from: '2026-11-01', reason: 'rate card' },
+    });
+    expect(r.statusCode, r.body).toBe(201);
+    const figures = {
+      restatement: r.json(),
+      affected_events: 0,
+      delta: { hours_saved: 0, cost_saved: 0, net_saved: 0 },
+      months: [],
+    };
+    const messageId = await announceRestated(await h.orgCtx(), figures);
+    const message = await h.storage.db
+      .selectFrom('webhook_messages')
+      .selectAll()
+      .where('id', '=', messageId)
+      .executeTakeFirstOrThrow();
+    expect(message.type).toBe('figures.restated');
+    expect(JSON.parse(message.payload)).toEqual(figures);
+    const deliveries = await h.storage.db
+      .selectFrom('webhook_deliveries')
+      .select('webhook_id')
+      .where('message_id', '=', messageId)
+      .execute();
+    expect(deliveries.map((d) => d.webhook_id)).toEqual([subscribed]);
   });
 });

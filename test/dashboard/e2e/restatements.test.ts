@@ -18,6 +18,9 @@ interface Preview {
     events_affected: number;
     before: { cost_saved: number };
     after: { cost_saved: number };
+    by_agent: Array<{ agent_id: string }>;
+    by_task_type: unknown[];
+    by_client: unknown[];
   }>;
 }
 
