@@ -24,6 +24,7 @@ import { registerTrackingRoutes } from './tracking/routes.js';
 import { registerWebhookRoutes } from './webhooks/routes.js';
 import { registerMemberRoutes } from './members/routes.js';
 import { registerSsoRoutes } from './sso/routes.js';
+import { registerAssumptionRoutes } from './assumptions/routes.js';
 
 /** The whole application: the HTTP server, the folding stage's gauges and every feature's routes. */
 export async function buildApp(deps: AppDeps, options: ServerOptions = {}): Promise<FastifyInstance> {
@@ -63,6 +64,7 @@ export async function buildApp(deps: AppDeps, options: ServerOptions = {}): Prom
     registerPeriodRoutes(v1);
     registerMemberRoutes(v1);
     registerSsoRoutes(v1);
+    registerAssumptionRoutes(v1);
   });
   await registerDashboard(app);
   registerReference(app);

@@ -26,9 +26,4 @@ export interface OrgCtx extends ServiceCtx {
    * Absent: the operator when `actorKeyId` is null, else an admin key (accounts/authorize.ts actorOf).
    */
   actor?: Actor;
-  /**
-   * The organisation's task-type overrides when they were read with its API key (PostgreSQL,
-   * orgs/api-keys.ts); tracking then uses them instead of reading them again.
-   */
-  overrides?: ReadonlyMap<string, number>;
 }

@@ -48,7 +48,21 @@ export function ulid(at: Date = new Date()): string {
 }
 
 export type IdPrefix =
-  'org' | 'evt' | 'wh' | 'whmsg' | 'whdel' | 'req' | 'aud' | 'mail' | 'bud' | 'fc' | 'rsch' | 'rcpt' | 'acct';
+  | 'org'
+  | 'evt'
+  | 'wh'
+  | 'whmsg'
+  | 'whdel'
+  | 'req'
+  | 'aud'
+  | 'mail'
+  | 'bud'
+  | 'fc'
+  | 'rsch'
+  | 'rcpt'
+  | 'asv'
+  | 'rst'
+  | 'acct';
 
 export function newId(prefix: IdPrefix, at?: Date): string {
   return `${prefix}_${ulid(at)}`;

@@ -42,7 +42,9 @@ export type AuditAction =
   | 'account.password_reset'
   | 'account.session_ended'
   | 'account.first_owner_created'
-  | 'account.org_switched';
+  | 'account.org_switched'
+  | 'assumption.changed'
+  | 'assumption.restated';
 
 export interface AuditEntry {
   action: AuditAction;

@@ -1,5 +1,7 @@
 import { requireRole } from '../accounts/authorize.js';
 import { sql } from 'kysely';
+import { loadHistory } from '../assumptions/history.js';
+import { effectiveFromOf, recordVersion, refusePastDate } from '../assumptions/record.js';
 import { recordAudit } from '../audit/audit-log.js';
 import type { OrgCtx } from '../context.js';
 import { AppError, notFound, validationError } from '../errors.js';
@@ -11,6 +13,8 @@ import { builtinRecord, overrideView, type TaskTypeRecord } from './view.js';
 export interface OverrideInput {
   baseline_minutes_override: number;
   reason?: string;
+  /** From when it applies (default: now); never in the past (that is a restatement). */
+  effective_from?: string;
 }
 
 /** Overrides exist for built-ins only: a custom key is a caller mistake, any other key unknown. */
@@ -27,8 +31,9 @@ async function builtinFor(ctx: OrgCtx, key: string): Promise<BuiltinTaskType> {
 }
 
 /**
- * Sets the organisation's baseline for a built-in, replacing an earlier override. Only events
- * tracked afterwards use it; stored events keep the baseline they were computed with.
+ * Sets the organisation's baseline for a built-in from `effective_from` (default now) on,
+ * replacing an earlier override then. Events tracked afterwards use it when their occurred_at is
+ * at or after that instant; stored events keep the baseline they were computed with.
  */
 export async function setOverride({
   ctx,
@@ -41,42 +46,70 @@ export async function setOverride({
 }): Promise<TaskTypeRecord> {
   requireRole(ctx, 'admin');
   const builtin = await builtinFor(ctx, key);
+  const now = ctx.clock.now().getTime();
+  const effectiveFrom = effectiveFromOf(now, input.effective_from, '/body/effective_from');
+  refusePastDate(now, effectiveFrom, '/body/effective_from');
   const row: OverrideRow = {
     org_id: ctx.org.id,
     task_key: key,
     baseline_minutes_override: input.baseline_minutes_override,
     reason: input.reason ?? null,
-    updated_at: ctx.clock.now().getTime(),
+    updated_at: now,
   };
   return ctx.db.transaction().execute(async (trx) => {
+    const trxCtx = { ...ctx, db: trx };
     const before = await findOverride(trx, ctx.org.id, key);
-    await trx
-      .insertInto('task_type_overrides')
-      .values(row)
-      .onConflict((oc) =>
-        oc.columns(['org_id', 'task_key']).doUpdateSet({
-          baseline_minutes_override: row.baseline_minutes_override,
-          reason: row.reason,
-          updated_at: row.updated_at,
-        }),
-      )
-      .execute();
-    await recordAudit(
-      { ...ctx, db: trx },
-      {
-        action: 'task_type.override_set',
-        target: `task_type:${key}`,
-        before: before ? overrideView(before, builtin) : null,
-        after: overrideView(row, builtin),
-        reason: row.reason,
+    const version = await recordVersion(trxCtx, {
+      kind: 'baseline_override',
+      key,
+      value: row.baseline_minutes_override,
+      effectiveFrom,
+      reason: row.reason,
+    });
+    // A change scheduled for later leaves today's row alone; the history holds it until then.
+    const inForce = effectiveFrom <= now;
+    if (inForce) {
+      await trx
+        .insertInto('task_type_overrides')
+        .values(row)
+        .onConflict((oc) =>
+          oc.columns(['org_id', 'task_key']).doUpdateSet({
+            baseline_minutes_override: row.baseline_minutes_override,
+            reason: row.reason,
+            updated_at: row.updated_at,
+          }),
+        )
+        .execute();
+    }
+    await recordAudit(trxCtx, {
+      action: 'task_type.override_set',
+      target: `task_type:${key}`,
+      before: before ? overrideView(before, builtin) : null,
+      after: {
+        ...overrideView(row, builtin),
+        effective_from: new Date(effectiveFrom).toISOString(),
+        version_id: version.id,
       },
-    );
-    return builtinRecord(builtin, row);
+      reason: row.reason,
+    });
+    const history = await loadHistory(trx, ctx.org.id);
+    return builtinRecord(builtin, inForce ? row : before, { history, now });
   });
 }
 
-/** Goes back to the built-in default baseline. */
-export async function removeOverride({ ctx, key }: { ctx: OrgCtx; key: string }): Promise<TaskTypeRecord> {
+/**
+ * Goes back to the built-in default baseline from `effectiveFrom` (epoch ms, default now) on;
+ * an override scheduled for later is removed at its date.
+ */
+export async function removeOverride({
+  ctx,
+  key,
+  effectiveFrom: effectiveText,
+}: {
+  ctx: OrgCtx;
+  key: string;
+  effectiveFrom?: string;
+}): Promise<TaskTypeRecord> {
   requireRole(ctx, 'admin');
   const builtin = findBuiltin(key);
   const noOverride = () => new AppError('not_found', `No baseline override is set for task type "${key}".`);
@@ -84,52 +117,43 @@ export async function removeOverride({ ctx, key }: { ctx: OrgCtx; key: string })
     if (await findCustomTaskType(ctx.db, ctx.org.id, key)) throw noOverride();
     throw notFound(`Task type "${key}"`);
   }
+  const now = ctx.clock.now().getTime();
+  const effectiveFrom = effectiveFromOf(now, effectiveText, '/querystring/effective_from');
+  refusePastDate(now, effectiveFrom, '/querystring/effective_from');
   return ctx.db.transaction().execute(async (trx) => {
+    const trxCtx = { ...ctx, db: trx };
     const before = await findOverride(trx, ctx.org.id, key);
-    if (!before) throw noOverride();
-    const deleted = await trx
-      .deleteFrom('task_type_overrides')
-      .where('org_id', '=', ctx.org.id)
-      .where('task_key', '=', key)
-      .executeTakeFirst();
-    // A concurrent removal got there first: answer as if none was set, with one audit row overall.
-    if (Number(deleted.numDeletedRows) === 0) throw noOverride();
-    await recordAudit(
-      { ...ctx, db: trx },
-      {
-        action: 'task_type.override_removed',
-        target: `task_type:${key}`,
-        before: overrideView(before, builtin),
-        after: null,
-      },
-    );
-    return builtinRecord(builtin, undefined);
+    const history = await loadHistory(trx, ctx.org.id);
+    // Something to remove: an override in force now, or one scheduled before the removal's date.
+    const last = history.at('baseline_override', key, effectiveFrom);
+    if (!before && (last === undefined || last.value === null)) throw noOverride();
+    const inForce = effectiveFrom <= now;
+    if (inForce && before) {
+      const deleted = await trx
+        .deleteFrom('task_type_overrides')
+        .where('org_id', '=', ctx.org.id)
+        .where('task_key', '=', key)
+        .executeTakeFirst();
+      // A concurrent removal got there first: answer as if none was set, with one audit row overall.
+      if (Number(deleted.numDeletedRows) === 0) throw noOverride();
+    }
+    const version = await recordVersion(trxCtx, {
+      kind: 'baseline_override',
+      key,
+      value: null,
+      effectiveFrom,
+    });
+    await recordAudit(trxCtx, {
+      action: 'task_type.override_removed',
+      target: `task_type:${key}`,
+      before: before ? overrideView(before, builtin) : null,
+      after: inForce
+        ? null
+        : { effective_from: new Date(effectiveFrom).toISOString(), version_id: version.id },
+    });
+    return builtinRecord(builtin, inForce ? undefined : before, {
+      history: await loadHistory(trx, ctx.org.id),
+      now,
+    });
   });
-}
-
-/**
- * PostgreSQL: the task-type overrides of the `organizations` row of the enclosing query, as JSON
- * text `[[task_key, minutes], …]`. The API key lookup reads them with the key, so that tracking
- * need not read them in a round trip of its own (tracking/pipeline.ts); SQLite reads them in the
- * track transaction, where they cost no round trip.
- */
-export const OVERRIDES_JSON = sql<OverridesJson>`(
-  SELECT COALESCE(json_agg(json_build_array(o.task_key, o.baseline_minutes_override)), '[]')::text
-  FROM task_type_overrides o WHERE o.org_id = organizations.id)`;
-export type OverridesJson = string | null;
-
-const decodedOverrides = new Map<string, { json: string; overrides: ReadonlyMap<string, number> }>();
-
-/**
- * The overrides OVERRIDES_JSON read for organisation `orgId`, decoded once per organisation and
- * text (every request reads them); undefined when none were read (SQLite).
- */
-export function decodeOverrides(orgId: string, json: OverridesJson): ReadonlyMap<string, number> | undefined {
-  if (json === null) return undefined;
-  const last = decodedOverrides.get(orgId);
-  if (last?.json === json) return last.overrides;
-  const overrides = new Map(JSON.parse(json) as Array<[string, number]>);
-  if (decodedOverrides.size >= 10_000) decodedOverrides.clear();
-  decodedOverrides.set(orgId, { json, overrides });
-  return overrides;
 }

@@ -6,6 +6,7 @@ import { removeOverride, setOverride } from './overrides.js';
 import {
   CreateTaskTypeBody,
   OverrideBody,
+  RemoveOverrideQuery,
   TaskTypeListQuery,
   TaskTypeListSchema,
   TaskTypeParams,
@@ -74,19 +75,26 @@ export function registerCatalogueRoutes(app: FastifyInstance): void {
       setOverride({ ctx: orgCtx(app, request), key: request.params.key, input: request.body }),
   );
 
-  app.delete<{ Params: Params }>(
+  app.delete<{ Params: Params; Querystring: Static<typeof RemoveOverrideQuery> }>(
     '/v1/task-types/:key/override',
     {
       config: { plan: 'pro' },
       schema: {
         tags: ['task-types'],
         operationId: 'removeTaskTypeOverride',
-        summary: 'Remove the override; the built-in default baseline applies again',
+        summary:
+          'Remove the override (from effective_from, default now); the built-in default baseline applies again',
         params: TaskTypeParams,
+        querystring: RemoveOverrideQuery,
         response: one('The task type with override: null'),
       },
     },
-    async (request) => removeOverride({ ctx: orgCtx(app, request), key: request.params.key }),
+    async (request) =>
+      removeOverride({
+        ctx: orgCtx(app, request),
+        key: request.params.key,
+        effectiveFrom: request.query.effective_from,
+      }),
   );
 
   app.delete<{ Params: Params }>(

@@ -1,4 +1,5 @@
 import { Type, type TSchema } from '@sinclair/typebox';
+import { AssumptionVersionSchema, EffectiveFrom } from '../assumptions/schema.js';
 import { named } from '../http/schemas.js';
 import { CATEGORIES, type Category } from './categories.js';
 
@@ -27,6 +28,9 @@ export const TaskTypeSchema = Type.Object({
   hourly_rate: Nullable(Type.Number()),
   override: Nullable(OverrideSchema),
   created_at: Nullable(Type.String({ format: 'date-time' })),
+  assumption_history: Type.Array(AssumptionVersionSchema, {
+    description: "The versions of the type's baseline (and a custom type's hourly rate), each with its dates",
+  }),
 });
 
 export const TaskTypeListSchema = Type.Object({ data: Type.Array(TaskTypeSchema) });
@@ -55,7 +59,13 @@ export const OverrideBody = Type.Object(
   {
     baseline_minutes_override: Minutes,
     reason: Type.Optional(Type.String({ maxLength: 1000 })),
+    effective_from: Type.Optional(EffectiveFrom),
   },
+  { additionalProperties: false },
+);
+
+export const RemoveOverrideQuery = Type.Object(
+  { effective_from: Type.Optional(EffectiveFrom) },
   { additionalProperties: false },
 );
 

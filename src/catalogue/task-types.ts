@@ -1,4 +1,6 @@
 import { requireRole } from '../accounts/authorize.js';
+import { historyFor, loadHistory } from '../assumptions/history.js';
+import { recordVersion } from '../assumptions/record.js';
 import { recordAudit } from '../audit/audit-log.js';
 import type { OrgCtx } from '../context.js';
 import { AppError, notFound, validationError } from '../errors.js';
@@ -35,15 +37,19 @@ export async function listTaskTypes({
   input: ListTaskTypesInput;
 }): Promise<TaskTypeRecord[]> {
   const overrides = new Map((await listOverrides(ctx.db, ctx.org.id)).map((o) => [o.task_key, o]));
+  const at = {
+    history: await historyFor(ctx.db, ctx.org.id, ctx.org.assumptionsRevision),
+    now: ctx.clock.now().getTime(),
+  };
   const builtins = BUILTIN_TASK_TYPES.filter(
     (b) => input.category === undefined || b.category === input.category,
   )
-    .map((b) => builtinRecord(b, overrides.get(b.key)))
+    .map((b) => builtinRecord(b, overrides.get(b.key), at))
     .sort(byKey);
   const customs = (await listCustomTaskTypes(ctx.db, ctx.org.id))
     .filter((c) => input.category === undefined || c.category === input.category)
     .filter((c) => input.includeArchived === true || c.status === 'active')
-    .map(customRecord)
+    .map((c) => customRecord(c, at))
     .sort(byKey);
   return [...builtins, ...customs];
 }
@@ -87,7 +93,24 @@ export async function createCustomTaskType({
     if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 0) {
       throw validationError('/body/key', 'is already used by a custom task type of the organisation');
     }
-    const record = customRecord(row);
+    // A new type's baseline and rate apply from the beginning: an event dated before its
+    // creation, tracked afterwards, is priced with them.
+    const trxCtx = { ...ctx, db: trx };
+    await recordVersion(trxCtx, {
+      kind: 'custom_baseline',
+      key: row.key,
+      value: row.default_baseline_minutes,
+      effectiveFrom: 0,
+    });
+    if (row.hourly_rate_micros !== null) {
+      await recordVersion(trxCtx, {
+        kind: 'custom_hourly_rate',
+        key: row.key,
+        value: row.hourly_rate_micros,
+        effectiveFrom: 0,
+      });
+    }
+    const record = customRecord(row, { history: await loadHistory(trx, ctx.org.id), now: row.created_at });
     await recordAudit(
       { ...ctx, db: trx },
       { action: 'task_type.created', target: `task_type:${row.key}`, before: null, after: record },
@@ -108,7 +131,8 @@ export async function archiveTaskType({ ctx, key }: { ctx: OrgCtx; key: string }
   return ctx.db.transaction().execute(async (trx) => {
     const row = await findCustomTaskType(trx, ctx.org.id, key);
     if (!row) throw notFound(`Task type "${key}"`);
-    if (row.status === 'archived') return customRecord(row);
+    const at = { history: await loadHistory(trx, ctx.org.id), now: ctx.clock.now().getTime() };
+    if (row.status === 'archived') return customRecord(row, at);
     const archivedAt = ctx.clock.now().getTime();
     // Guarded by status so a concurrent archive writes one audit row, not two.
     const updated = await trx
@@ -118,11 +142,11 @@ export async function archiveTaskType({ ctx, key }: { ctx: OrgCtx; key: string }
       .where('key', '=', key)
       .where('status', '=', 'active')
       .executeTakeFirst();
-    const after = customRecord({ ...row, status: 'archived', archived_at: archivedAt });
+    const after = customRecord({ ...row, status: 'archived', archived_at: archivedAt }, at);
     if (Number(updated.numUpdatedRows) > 0) {
       await recordAudit(
         { ...ctx, db: trx },
-        { action: 'task_type.archived', target: `task_type:${key}`, before: customRecord(row), after },
+        { action: 'task_type.archived', target: `task_type:${key}`, before: customRecord(row, at), after },
       );
     }
     return after;

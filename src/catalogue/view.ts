@@ -1,3 +1,6 @@
+import type { AssumptionHistory } from '../assumptions/history.js';
+import { builtinBaselineAt, customBaselineAt, valueAt } from '../assumptions/resolve.js';
+import { historyView, type AssumptionVersionView } from '../assumptions/view.js';
 import { fromMicros } from '../money.js';
 import type { CustomTaskTypeRow, OverrideRow } from '../storage/schema.js';
 import { BUILTIN_BASELINE_SOURCE, type BuiltinTaskType } from './builtins.js';
@@ -22,6 +25,14 @@ export interface TaskTypeRecord {
   hourly_rate: number | null;
   override: OverrideView | null;
   created_at: string | null;
+  /** The versions of its baseline (and a custom type's rate), with their dates. */
+  assumption_history: AssumptionVersionView[];
+}
+
+/** The organisation's history and the instant the record shows; without it, the stored rows alone. */
+export interface AtTime {
+  history: AssumptionHistory;
+  now: number;
 }
 
 const iso = (millis: number) => new Date(Number(millis)).toISOString();
@@ -36,7 +47,29 @@ export function overrideView(row: OverrideRow, builtin: BuiltinTaskType): Overri
   };
 }
 
-export function builtinRecord(builtin: BuiltinTaskType, override: OverrideRow | undefined): TaskTypeRecord {
+export function builtinRecord(
+  builtin: BuiltinTaskType,
+  override: OverrideRow | undefined,
+  at?: AtTime,
+): TaskTypeRecord {
+  let shown = override ? overrideView(override, builtin) : null;
+  if (at) {
+    // The override in force now, which a change scheduled earlier may have made so since.
+    const inForce = builtinBaselineAt(at.history, builtin.key, builtin.default_baseline_minutes, at.now);
+    const version =
+      inForce.id === null
+        ? undefined
+        : at.history.of('baseline_override', builtin.key).find((v) => v.id === inForce.id);
+    shown =
+      inForce.source === 'builtin'
+        ? null
+        : {
+            baseline_minutes_override: inForce.minutes,
+            original_baseline_minutes: builtin.default_baseline_minutes,
+            reason: version?.reason ?? override?.reason ?? null,
+            updated_at: iso(Math.max(version?.recordedAt ?? 0, Number(override?.updated_at ?? 0))),
+          };
+  }
   return {
     key: builtin.key,
     display_name: builtin.display_name,
@@ -44,28 +77,49 @@ export function builtinRecord(builtin: BuiltinTaskType, override: OverrideRow | 
     kind: 'builtin',
     status: 'active',
     default_baseline_minutes: builtin.default_baseline_minutes,
-    effective_baseline_minutes: override?.baseline_minutes_override ?? builtin.default_baseline_minutes,
+    effective_baseline_minutes: shown?.baseline_minutes_override ?? builtin.default_baseline_minutes,
     baseline_source: BUILTIN_BASELINE_SOURCE,
     // Built-ins price at the organisation's category or default rate, never a rate of their own.
     hourly_rate: null,
-    override: override ? overrideView(override, builtin) : null,
+    override: shown,
     created_at: null,
+    assumption_history: at ? historyView(at.history, [['baseline_override', builtin.key]], at.now) : [],
   };
 }
 
-export function customRecord(row: CustomTaskTypeRow): TaskTypeRecord {
+export function customRecord(row: CustomTaskTypeRow, at?: AtTime): TaskTypeRecord {
+  const facts = {
+    ...row,
+    hourly_rate_micros: row.hourly_rate_micros === null ? null : Number(row.hourly_rate_micros),
+  };
+  const minutes = at
+    ? customBaselineAt(at.history, row.key, facts, at.now).minutes
+    : row.default_baseline_minutes;
+  const rate = at
+    ? valueAt(at.history, 'custom_hourly_rate', row.key, at.now, facts.hourly_rate_micros).value
+    : facts.hourly_rate_micros;
   return {
     key: row.key,
     display_name: row.display_name,
     category: row.category,
     kind: 'custom',
     status: row.status === 'archived' ? 'archived' : 'active',
-    default_baseline_minutes: row.default_baseline_minutes,
+    default_baseline_minutes: minutes,
     // Overrides exist only for built-ins; a custom type is changed at its source.
-    effective_baseline_minutes: row.default_baseline_minutes,
+    effective_baseline_minutes: minutes,
     baseline_source: row.baseline_source,
-    hourly_rate: row.hourly_rate_micros === null ? null : fromMicros(Number(row.hourly_rate_micros)),
+    hourly_rate: rate === null ? null : fromMicros(rate),
     override: null,
     created_at: iso(row.created_at),
+    assumption_history: at
+      ? historyView(
+          at.history,
+          [
+            ['custom_baseline', row.key],
+            ['custom_hourly_rate', row.key],
+          ],
+          at.now,
+        )
+      : [],
   };
 }

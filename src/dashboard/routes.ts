@@ -4,6 +4,7 @@ import { AppError } from '../errors.js';
 import { unstorableIssues } from '../http/storable.js';
 import { loadAssets } from './assets.js';
 import { html } from './html.js';
+import { registerAssumptionPages } from './pages/assumptions.js';
 import { registerBudgetPages } from './pages/budgets.js';
 import { registerBudgetEmailPages } from './pages/budgets-emails.js';
 import { registerPaybackPages } from './pages/budgets-payback.js';
@@ -175,6 +176,7 @@ export async function registerDashboard(app: FastifyInstance): Promise<void> {
       registerBudgetPages(dash, app);
       registerMemberPages(dash, app);
       registerSsoPages(dash, app);
+      registerAssumptionPages(dash, app);
     },
     { prefix: '/dashboard' },
   );

@@ -66,6 +66,5 @@ export function orgCtx(app: FastifyInstance, request: FastifyRequest): OrgCtx {
     storage,
     org: auth.org,
     actorKeyId: auth.keyId,
-    overrides: auth.overrides,
   };
 }

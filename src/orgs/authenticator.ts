@@ -1,6 +1,5 @@
 import { hash, timingSafeEqual } from 'node:crypto';
-import { CompiledQuery, PostgresAdapter, sql } from 'kysely';
-import { decodeOverrides, OVERRIDES_JSON, type OverridesJson } from '../catalogue/overrides.js';
+import { CompiledQuery } from 'kysely';
 import type { ServiceCtx } from '../context.js';
 import { AppError } from '../errors.js';
 import { readDb, type DbOrTrx } from '../storage/db.js';
@@ -45,10 +44,10 @@ const ORGANIZATION_FIELDS = [
   'usd_exchange_rate',
   'admin_emails',
   'created_at',
+  'assumptions_revision',
 ] as const;
 
 function keysWithOrganizationQuery(db: DbOrTrx, keyIds: string[]) {
-  const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
   return (
     db
       .selectFrom('api_keys')
@@ -56,7 +55,6 @@ function keysWithOrganizationQuery(db: DbOrTrx, keyIds: string[]) {
       // Named columns, not `organizations.*`: the statement is prepared (see storage/db.ts).
       .select(ORGANIZATION_FIELDS.map((field) => `organizations.${field}` as const))
       .select(['api_keys.id as key_id', 'api_keys.key_hash', 'api_keys.revoked_at', 'api_keys.scope'])
-      .select((postgres ? OVERRIDES_JSON : sql<OverridesJson>`NULL`).as('overrides'))
       .where('api_keys.id', 'in', keyIds)
   );
 }
@@ -158,8 +156,6 @@ export interface Authenticated {
   org: Organization;
   keyId: string;
   scope: KeyScope;
-  /** The organisation's task-type overrides as read with the key (PostgreSQL only). */
-  overrides?: ReadonlyMap<string, number>;
 }
 
 /** Resolves a bearer token to its organisation, or throws the spec's 401 codes. */
@@ -184,6 +180,5 @@ export async function authenticate({
     org: organizationOf(row),
     keyId: row.key_id,
     scope: row.scope === 'ingest' ? 'ingest' : 'admin',
-    overrides: decodeOverrides(row.id, row.overrides),
   };
 }

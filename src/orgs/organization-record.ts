@@ -24,6 +24,8 @@ export interface Organization {
   usdExchangeRate: number | null;
   adminEmails: string[];
   createdAt: Date;
+  /** The revision of its last assumption version (src/assumptions/history.ts). */
+  assumptionsRevision: number;
 }
 
 export const DEFAULT_OUTCOME_CREDIT: Record<Outcome, number> = { success: 1, needs_review: 0.5, failure: 0 };
@@ -47,6 +49,7 @@ export function organizationFromRow(row: OrganizationRow): Organization {
     usdExchangeRate: row.usd_exchange_rate,
     adminEmails: JSON.parse(row.admin_emails) as string[],
     createdAt: new Date(Number(row.created_at)),
+    assumptionsRevision: Number(row.assumptions_revision),
   };
 }
 

@@ -5,6 +5,7 @@ import { toMicros } from '../money.js';
 import { isPlanName, type PlanName } from '../billing/plans.js';
 import type { OrganizationUpdate } from '../storage/schema.js';
 import { inTransaction } from '../storage/db.js';
+import { seedOrganizationVersions } from '../assumptions/record.js';
 import { createApiKey } from './api-keys.js';
 import {
   DEFAULT_OUTCOME_CREDIT,
@@ -80,6 +81,17 @@ export async function createOrganization({
         created_at: now.getTime(),
       })
       .execute();
+    await seedOrganizationVersions(
+      trx,
+      {
+        id,
+        defaultHourlyRateMicros: toMicros(rate),
+        creditMicros: Object.fromEntries(
+          Object.entries(DEFAULT_OUTCOME_CREDIT).map(([o, c]) => [o, toMicros(c)]),
+        ),
+      },
+      now,
+    );
     const org = await getOrganization({ ctx: { ...ctx, db: trx }, id });
     const key = await createApiKey({ ctx: { ...ctx, db: trx }, orgId: id, name: 'default' });
     return { org, ...key };

@@ -1,6 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import { Type, type Static } from '@sinclair/typebox';
+import { historyFor, loadHistory } from '../assumptions/history.js';
+import { organizationAt, organizationSlots } from '../assumptions/changes.js';
+import { AssumptionVersionSchema, EffectiveFrom } from '../assumptions/schema.js';
+import { historyView } from '../assumptions/view.js';
 import { CATEGORIES } from '../catalogue/categories.js';
+import type { AssumptionHistory } from '../assumptions/history.js';
+import type { Organization } from '../orgs/organization-record.js';
 import { orgCtx } from '../http/app-types.js';
 import { CategorySchema } from '../catalogue/schema.js';
 import { described, errorResponses, named, Nullable } from '../http/schemas.js';
@@ -43,6 +49,7 @@ const SettingsPatchBody = Type.Object(
     alert_emails: Type.Optional(
       Type.Array(Type.String({ format: 'email', maxLength: 254 }), { maxItems: 50 }),
     ),
+    effective_from: Type.Optional(EffectiveFrom),
   },
   { additionalProperties: false },
 );
@@ -76,8 +83,19 @@ const SettingsSchema = named(
     alert_emails: Type.Array(Type.String(), {
       description: 'Admin e-mails that opted in to budget and usage alert e-mails',
     }),
+    assumption_history: Type.Array(AssumptionVersionSchema, {
+      description: 'Every version of the hourly rates, outcome credits and fallback baseline, with its dates',
+    }),
   }),
 );
+
+/** The settings in force now, with the history of their assumptions. */
+function assumptionsView(org: Organization, history: AssumptionHistory, now: number) {
+  return {
+    ...settingsView(organizationAt(org, history, now)),
+    assumption_history: historyView(history, organizationSlots(), now),
+  };
+}
 
 export function registerSettingsRoutes(app: FastifyInstance): void {
   app.get(
@@ -92,8 +110,9 @@ export function registerSettingsRoutes(app: FastifyInstance): void {
     },
     async (request) => {
       const ctx = orgCtx(app, request);
+      const history = await historyFor(ctx.db, ctx.org.id, ctx.org.assumptionsRevision);
       return {
-        ...settingsView(ctx.org),
+        ...assumptionsView(ctx.org, history, ctx.clock.now().getTime()),
         ...planningSettingsView(await getPlanningSettings(ctx.db, ctx.org.id)),
       };
     },
@@ -114,15 +133,23 @@ export function registerSettingsRoutes(app: FastifyInstance): void {
       const ctx = orgCtx(app, request);
       const { fte_hours_per_month, alert_emails, ...patch } = request.body;
       // One transaction: a refused planning field leaves the other settings unchanged too.
-      const { org, planning } = await ctx.db.transaction().execute(async (trx) => {
-        const changed = await updateSettings({ ctx: { ...ctx, db: trx }, orgId: ctx.org.id, patch });
+      const { org, planning, history } = await ctx.db.transaction().execute(async (trx) => {
+        const changed = await updateSettings({
+          ctx: { ...ctx, db: trx },
+          orgId: ctx.org.id,
+          patch,
+          actorKeyId: ctx.actorKeyId,
+        });
         const planned = await updatePlanningSettings({
           ctx: { ...ctx, db: trx, org: changed },
           patch: { fte_hours_per_month, alert_emails },
         });
-        return { org: changed, planning: planned };
+        return { org: changed, planning: planned, history: await loadHistory(trx, ctx.org.id) };
       });
-      return { ...settingsView(org), ...planningSettingsView(planning) };
+      return {
+        ...assumptionsView(org, history, ctx.clock.now().getTime()),
+        ...planningSettingsView(planning),
+      };
     },
   );
 }

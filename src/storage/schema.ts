@@ -16,6 +16,8 @@ export interface OrganizationsTable {
   usd_exchange_rate: number | null;
   admin_emails: string;
   created_at: number;
+  /** The revision of the organisation's last assumption version (migration 0065). */
+  assumptions_revision: Generated<number>;
 }
 
 export interface ApiKeysTable {
@@ -514,6 +516,26 @@ export interface SsoLoginsTable {
   used_at: number | null;
 }
 
+/**
+ * One value of an assumption from an instant on (migration 0065; src/assumptions/). `value`:
+ * minutes for baselines, micro-units for rates and credits, null = unset.
+ */
+export interface AssumptionVersionsTable {
+  id: string;
+  org_id: string;
+  revision: number;
+  kind: string;
+  key: string;
+  value: number | null;
+  /** Epoch ms; 0 = from the beginning. */
+  effective_from: number;
+  recorded_at: number;
+  actor_key_id: string | null;
+  reason: string | null;
+  /** Set when the version was recorded by a restatement (a change with a past date). */
+  restatement_id: string | null;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   api_keys: ApiKeysTable;
@@ -551,6 +573,7 @@ export interface Database {
   sign_in_throttle: SignInThrottleTable;
   sso_connections: SsoConnectionsTable;
   sso_logins: SsoLoginsTable;
+  assumption_versions: AssumptionVersionsTable;
 }
 
 export type OrganizationRow = Selectable<OrganizationsTable>;
@@ -560,6 +583,7 @@ export type NewEventRow = Insertable<EventsTable>;
 export type CustomTaskTypeRow = Selectable<CustomTaskTypesTable>;
 export type OverrideRow = Selectable<TaskTypeOverridesTable>;
 export type AuditLogRow = Selectable<AuditLogTable>;
+export type AssumptionVersionRow = Selectable<AssumptionVersionsTable>;
 export type OrganizationUpdate = Updateable<OrganizationsTable>;
 export type WebhookRow = Selectable<WebhooksTable>;
 export type WebhookAttemptRow = Selectable<WebhookAttemptsTable>;

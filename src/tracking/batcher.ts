@@ -109,7 +109,7 @@ export class TrackBatcher {
       try {
         // On PostgreSQL a batch without idempotency keys or a hard cap writes in one statement
         // (the events and their new agents, event-writes.ts) after its reads, if any (the
-        // overrides usually come with the key, orgs/api-keys.ts), which a READ COMMITTED
+        // assumption history is usually kept in the process, assumptions/history.ts), which a READ COMMITTED
         // transaction would not make any more consistent: without BEGIN and COMMIT it saves two
         // round trips, and the statement commits all of it or nothing.
         if (oneWrite) return await processBatch(this.db, jobs, this.knownAgents);

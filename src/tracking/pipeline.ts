@@ -56,22 +56,22 @@ export async function processBatch(
 
   live = await answerReplays(db, live, outcomes);
 
-  for (const [orgId, group] of groupBy(live, (l) => l.job.ctx.org.id)) {
-    // Each call resolves with the overrides read with its key when it has them (PostgreSQL):
-    // they are read again only for a call without them.
-    const known = group.every((l) => l.job.ctx.overrides) ? group[0]?.job.ctx.overrides : undefined;
+  for (const group of groupBy(live, (l) => l.job.ctx.org.id).values()) {
+    const first = group[0];
+    if (!first) continue;
     const taskTypes = [...new Set(group.map((l) => l.job.input.task_type))];
-    const facts = await loadCatalogueFacts(db, orgId, taskTypes, known);
+    const facts = await loadCatalogueFacts(db, first.job.ctx.org, taskTypes);
     for (const l of group) {
       const { job } = l;
       try {
+        // Each event is priced with the assumptions in force at its own occurred_at.
         l.baseline = resolveBaseline(
           job.ctx.org,
-          job.ctx.overrides && job.ctx.overrides !== facts.overrides
-            ? { overrides: job.ctx.overrides, customs: facts.customs }
-            : facts,
+          facts,
           job.input.task_type,
+          job.input.outcome,
           job.input.human_baseline_minutes ?? null,
+          job.occurredAt.getTime(),
           job.path,
         );
         checkOccurredAtWindow(job.occurredAt, job.receivedAt, job.path);
@@ -213,7 +213,7 @@ function eventRow(job: TrackJob, baseline: ResolvedBaseline | undefined): EventR
   const cost = agentCostOf(input, ctx.org, job.occurredAt);
   const savings = computeSavings({
     baselineMinutes: baseline.minutes,
-    creditMicros: ctx.org.outcomeCreditMicros[input.outcome],
+    creditMicros: baseline.creditMicros,
     hourlyRateMicros: baseline.hourlyRateMicros,
     agentCostMicros: cost.micros,
   });
@@ -238,7 +238,9 @@ function eventRow(job: TrackJob, baseline: ResolvedBaseline | undefined): EventR
     tokens_out: input.tokens_out ?? null,
     metadata: job.metadataJson,
     audit_sample: input.audit_sample === undefined ? null : JSON.stringify(input.audit_sample),
-    pricing: cost.pricing === null ? null : JSON.stringify(cost.pricing),
+    // What priced the agent cost (when it was computed) and the assumption versions that priced
+    // the savings.
+    pricing: JSON.stringify({ ...cost.pricing, assumptions: baseline.versions }),
     occurred_at: job.occurredAt.getTime(),
     received_at: job.receivedAt.getTime(),
     idempotency_key: job.idempotencyKey,

@@ -1,6 +1,6 @@
 /**
  * Event types a subscription may choose: every type of spec §6.1 (§2.4), then the budget and
- * usage alerts (src/alerts/). `test.ping` is sent on request whatever a webhook subscribes to,
+ * usage alerts (src/alerts/), and restatements of past figures (src/assumptions/). `test.ping` is sent on request whatever a webhook subscribes to,
  * so choosing it changes nothing but is accepted.
  */
 export const SUBSCRIBABLE_EVENT_TYPES = [
@@ -11,6 +11,7 @@ export const SUBSCRIBABLE_EVENT_TYPES = [
   'budget.threshold_crossed',
   'budget.forecast_exceeded',
   'usage.threshold_crossed',
+  'figures.restated',
 ] as const;
 export type SubscribableEventType = (typeof SUBSCRIBABLE_EVENT_TYPES)[number];
 export type MessageType = SubscribableEventType;

@@ -32,6 +32,23 @@ describe.each(ENGINES)('POST /v1/task-types (%s)', (engine) => {
       hourly_rate: 75.5,
       override: null,
       created_at: '2026-11-20T12:00:00.000Z',
+      // A new type's baseline and rate apply from the beginning (effective_from null).
+      assumption_history: [
+        expect.objectContaining({
+          kind: 'custom_baseline',
+          key: 'kyc_check',
+          value: 35.5,
+          effective_from: null,
+          status: 'in_force',
+        }),
+        expect.objectContaining({
+          kind: 'custom_hourly_rate',
+          key: 'kyc_check',
+          value: 75.5,
+          effective_from: null,
+          status: 'in_force',
+        }),
+      ],
     });
   });
 

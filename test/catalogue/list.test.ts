@@ -45,6 +45,7 @@ describe.each(ENGINES)('GET /v1/task-types (%s)', (engine) => {
       hourly_rate: null,
       override: null,
       created_at: null,
+      assumption_history: [],
     });
     expect(data.find((t: { key: string }) => t.key === 'dev_code_review')).toMatchObject({
       default_baseline_minutes: 30,

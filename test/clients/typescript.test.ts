@@ -487,6 +487,28 @@ describe('the TypeScript client against tally serve', () => {
     await expect(tally.sso.get()).rejects.toMatchObject({ code: 'not_found' });
   });
 
+  it('lists the assumption history, previews a restatement and applies it', async () => {
+    // The service runs on the wall clock: a date a week back is in the past.
+    const weekAgo = new Date(Date.now() - 7 * 86_400_000).toISOString().slice(0, 10);
+    const change = {
+      kind: 'category_hourly_rate' as const,
+      key: 'legal',
+      value: 77,
+      effective_from: weekAgo,
+    };
+    const preview = await tally.assumptions.previewRestatement(change);
+    expect(preview.restatement).toBe(true);
+    expect(preview.affected_events).toBeGreaterThanOrEqual(0);
+    const restated = await tally.assumptions.restate({ ...change, reason: 'new rate card' });
+    expect(restated.id).toMatch(/^rst_/);
+    expect(restated.version).toMatchObject({ kind: 'category_hourly_rate', key: 'legal', value: 77 });
+    const history = await tally.assumptions.history({ kind: 'category_hourly_rate', key: 'legal' });
+    expect(history.data[0]?.id).toBe(restated.version.id);
+    const all: string[] = [];
+    for await (const v of tally.assumptions.iterateHistory({ limit: 2 })) all.push(v.id);
+    expect(all).toContain(restated.version.id);
+  });
+
   it("manages OpenTelemetry mapping rules and unresolved runs (the export itself is an exporter's)", async () => {
     const end = Date.now() * 1e6;
     const span = (spanId: string, name: string, attributes: Record<string, string>) => ({

@@ -230,6 +230,7 @@ describe('the OpenAPI document', () => {
         'admin_emails',
         'fte_hours_per_month',
         'alert_emails',
+        'assumption_history',
       ].sort(),
     );
     expect(
@@ -563,6 +564,24 @@ describe('the OpenAPI document', () => {
     expect((await sso('GET')).statusCode).toBe(200);
     expect((await sso('DELETE')).statusCode).toBe(204);
     expect((await sso('DELETE')).statusCode).toBe(404);
+
+    // Assumption history and restatements
+    h.clock.advance(1000);
+    const history = '/v1/assumptions/history';
+    expect((await get(history, `${history}?kind=outcome_credit`)).statusCode).toBe(200);
+    expect((await get(history, `${history}?limit=0`)).statusCode).toBe(422);
+    const change = { kind: 'default_hourly_rate', value: 70, effective_from: '2026-01-01' };
+    const preview = '/v1/restatements/preview';
+    expect((await call(preview, { method: 'POST', url: preview, payload: change })).statusCode).toBe(200);
+    expect(
+      (await call(preview, { method: 'POST', url: preview, payload: { ...change, value: null } })).statusCode,
+    ).toBe(422);
+    const restate = '/v1/restatements';
+    expect(
+      (await call(restate, { method: 'POST', url: restate, payload: { ...change, reason: 'study' } }))
+        .statusCode,
+    ).toBe(201);
+    expect((await call(restate, { method: 'POST', url: restate, payload: change })).statusCode).toBe(422);
 
     // Every operation answered at least one success and one error.
     const seen = checker.seen();

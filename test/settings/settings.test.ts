@@ -29,6 +29,24 @@ describe.each(ENGINES)('GET/PATCH /v1/settings (%s)', (engine) => {
       admin_emails: [],
       fte_hours_per_month: 160,
       alert_emails: [],
+      // The first versions: the default rate and the credits, from the beginning.
+      assumption_history: [
+        ['default_hourly_rate', null, 50],
+        ['outcome_credit', 'success', 1],
+        ['outcome_credit', 'needs_review', 0.5],
+        ['outcome_credit', 'failure', 0],
+      ].map(([kind, key, value]) => ({
+        id: expect.stringMatching(/^asv_[0-9A-Z]{26}$/),
+        kind,
+        key,
+        value,
+        effective_from: null,
+        recorded_at: '2026-11-20T12:00:00.000Z',
+        actor_key_id: null,
+        reason: null,
+        restatement_id: null,
+        status: 'in_force',
+      })),
     });
   });
 

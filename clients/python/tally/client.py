@@ -9,6 +9,8 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optio
 from ._transport import RetryPolicy, Transport, new_idempotency_key
 from .batcher import Batcher, OnError
 from .types import (
+    AssumptionHistory,
+    AssumptionVersion,
     AuditEntry,
     AuditLogPage,
     Budget,
@@ -36,6 +38,8 @@ from .types import (
     OtlpUnresolvedRun,
     OtlpUnresolvedRunList,
     Report,
+    Restatement,
+    RestatementPreview,
     Settings,
     SsoConnection,
     TaskType,
@@ -454,6 +458,32 @@ class Tally:
     def update_settings(self, **patch: Any) -> Settings:
         """Any of ``name``, ``currency``, ``default_hourly_rate``, ``category_hourly_rates``, ..."""
         return cast(Settings, self._call("PATCH", "/v1/settings", body=patch))
+
+    def list_assumption_history(self, *, kind: Optional[str] = None, key: Optional[str] = None,
+                                limit: Optional[int] = None, cursor: Optional[str] = None) -> AssumptionHistory:
+        """Every version of the baselines, rates and credits, newest recorded first."""
+        query = {"kind": kind, "key": key, "limit": limit, "cursor": cursor}
+        return cast(AssumptionHistory, self._call("GET", "/v1/assumptions/history", query=query))
+
+    def iter_assumption_history(self, *, kind: Optional[str] = None,
+                                key: Optional[str] = None) -> Iterator[AssumptionVersion]:
+        return self._pages(lambda c: cast(Dict[str, Any], self.list_assumption_history(kind=kind, key=key, cursor=c)))
+
+    def preview_restatement(self, kind: str, value: Optional[float], effective_from: str, *,
+                            key: Optional[str] = None) -> RestatementPreview:
+        """Dry run of a change of one assumption from ``effective_from``; writes nothing."""
+        body: Dict[str, Any] = {"kind": kind, "value": value, "effective_from": effective_from}
+        if key is not None:
+            body["key"] = key
+        return cast(RestatementPreview, self._call("POST", "/v1/restatements/preview", body=body))
+
+    def restate(self, kind: str, value: Optional[float], effective_from: str, reason: str, *,
+                key: Optional[str] = None) -> Restatement:
+        """Applies a change from a past date, with a reason."""
+        body: Dict[str, Any] = {"kind": kind, "value": value, "effective_from": effective_from, "reason": reason}
+        if key is not None:
+            body["key"] = key
+        return cast(Restatement, self._call("POST", "/v1/restatements", body=body, retry="rate_limited"))
 
     def list_audit_log(self, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> AuditLogPage:
         return cast(AuditLogPage, self._call("GET", "/v1/audit-log", query={"limit": limit, "cursor": cursor}))

@@ -486,12 +486,49 @@ class MemberList(TypedDict):
     next_cursor: Optional[str]
 
 
+class AssumptionVersion(TypedDict):
+    """One value of an assumption; ``effective_from`` None = from the beginning."""
+
+    id: str
+    kind: str
+    key: Optional[str]
+    value: Optional[float]
+    effective_from: Optional[str]
+    recorded_at: str
+    actor_key_id: Optional[str]
+    reason: Optional[str]
+    restatement_id: Optional[str]
+    status: Literal["superseded", "in_force", "scheduled"]
+
+
+class AssumptionHistory(TypedDict):
+    data: List[AssumptionVersion]
+    next_cursor: Optional[str]
+
+
+class RestatementPreview(TypedDict):
+    """The dry run of a change: the events it moves and each month before and after."""
+
+    restatement: bool
+    affected_events: int
+    delta: Dict[str, float]
+    events: List[Dict[str, Any]]
+    months: List[Dict[str, Any]]
+
+
+class Restatement(TypedDict):
+    id: str
+    reason: str
+    version: AssumptionVersion
+
+
 class WebhookEnvelope(TypedDict):
     """The body of every delivery: ``data`` is an Event for ``event.created``."""
 
     id: str
     type: Literal["event.created", "agent.first_event", "weekly.digest", "test.ping",
-                  "budget.threshold_crossed", "budget.forecast_exceeded", "usage.threshold_crossed"]
+                  "budget.threshold_crossed", "budget.forecast_exceeded", "usage.threshold_crossed",
+                  "figures.restated"]
     created_at: str
     data: Union[Event, Dict[str, Any]]
 

@@ -368,6 +368,20 @@ class BudgetsAndPaybackTest(unittest.TestCase):
         self.tally.delete_report_schedule(schedule["id"])
         self.assertEqual(self.tally.list_report_schedules()["data"], [])
 
+    def test_assumption_history_and_restatements(self) -> None:
+        week_ago = time.strftime("%Y-%m-%d", time.gmtime(time.time() - 7 * 86400))
+        preview = self.tally.preview_restatement("category_hourly_rate", 61, week_ago, key="research")
+        self.assertTrue(preview["restatement"])
+        restated = self.tally.restate("category_hourly_rate", 61, week_ago, "new rate card", key="research")
+        self.assertTrue(restated["id"].startswith("rst_"))
+        self.assertEqual(restated["version"]["value"], 61)
+        history = self.tally.list_assumption_history(kind="category_hourly_rate", key="research")
+        self.assertEqual(history["data"][0]["id"], restated["version"]["id"])
+        self.assertIn(restated["version"]["id"], [v["id"] for v in self.tally.iter_assumption_history()])
+        with self.assertRaises(TallyError) as refused:
+            self.tally.restate("category_hourly_rate", 61, "2999-01-01", "future", key="research")
+        self.assertEqual(refused.exception.details[0]["path"], "/body/effective_from")
+
 
 class PeriodsTest(unittest.TestCase):
     def test_closes_reads_and_reopens_a_month(self) -> None:

@@ -585,4 +585,32 @@ export class Tally {
       });
     },
   };
+
+  // Assumptions with effective dates, and restatements of past figures
+
+  readonly assumptions = {
+    /** Every version of the baselines, rates and credits, newest recorded first. */
+    history: (query: T.AssumptionHistoryQuery = {}, call?: CallOptions) =>
+      this.get<T.AssumptionHistory>('/v1/assumptions/history', query, call),
+    iterateHistory: (query: T.AssumptionHistoryQuery = {}) =>
+      this.pages((cursor) => this.assumptions.history({ ...query, cursor })),
+    /** Dry run of a change: the events it moves and each month before and after. Writes nothing. */
+    previewRestatement: (body: T.AssumptionChange, call?: CallOptions) =>
+      this.request<T.RestatementPreview>({
+        method: 'POST',
+        path: '/v1/restatements/preview',
+        body,
+        retry: 'all',
+        signal: call?.signal,
+      }),
+    /** Applies a change from a past date, with a reason. */
+    restate: (body: T.RestatementRequest, call?: CallOptions) =>
+      this.request<T.Restatement>({
+        method: 'POST',
+        path: '/v1/restatements',
+        body,
+        retry: 'rate_limited',
+        signal: call?.signal,
+      }),
+  };
 }

@@ -101,7 +101,7 @@ export type paths = {
         put?: never;
         /** Set the organisation's baseline for a built-in task type */
         post: operations["setTaskTypeOverride"];
-        /** Remove the override; the built-in default baseline applies again */
+        /** Remove the override (from effective_from, default now); the built-in default baseline applies again */
         delete: operations["removeTaskTypeOverride"];
         options?: never;
         head?: never;
@@ -791,6 +791,57 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/v1/assumptions/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every version of the baselines, rates and credits, newest recorded first */
+        get: operations["listAssumptionHistory"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/restatements/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Dry run of a change of an assumption: the events it moves and the months before and after */
+        post: operations["previewRestatement"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/restatements": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Apply a change of an assumption from a past date, with a reason */
+        post: operations["applyRestatement"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/traces": {
         parameters: {
             query?: never;
@@ -815,6 +866,33 @@ export type paths = {
 export type webhooks = Record<string, never>;
 export type components = {
     schemas: {
+        AssumptionChange: {
+            kind: components["schemas"]["AssumptionKind"];
+            key?: string | null;
+            value: number | null;
+            /** @description From when the value applies: an RFC 3339 timestamp with a zone, or a date YYYY-MM-DD (00:00 UTC). Default now; a past date is a restatement. */
+            effective_from: string;
+        };
+        AssumptionHistory: {
+            data: components["schemas"]["AssumptionVersion"][];
+            next_cursor: string | null;
+        };
+        /** @enum {string} */
+        AssumptionKind: "baseline_override" | "custom_baseline" | "fallback_baseline" | "default_hourly_rate" | "category_hourly_rate" | "custom_hourly_rate" | "outcome_credit";
+        AssumptionVersion: {
+            id: string;
+            kind: components["schemas"]["AssumptionKind"];
+            key: string | null;
+            value: number | null;
+            effective_from: string | null;
+            /** Format: date-time */
+            recorded_at: string;
+            actor_key_id: string | null;
+            reason: string | null;
+            restatement_id: string | null;
+            /** @enum {string} */
+            status: "superseded" | "in_force" | "scheduled";
+        };
         AuditEntry: {
             id: string;
             /** Format: date-time */
@@ -927,7 +1005,7 @@ export type components = {
         };
         CreateWebhookRequest: {
             url: string;
-            event_types: ("event.created" | "agent.first_event" | "weekly.digest" | "test.ping" | "budget.threshold_crossed" | "budget.forecast_exceeded" | "usage.threshold_crossed")[];
+            event_types: ("event.created" | "agent.first_event" | "weekly.digest" | "test.ping" | "budget.threshold_crossed" | "budget.forecast_exceeded" | "usage.threshold_crossed" | "figures.restated")[];
             description?: string;
         };
         DayFigures: {
@@ -1251,6 +1329,8 @@ export type components = {
         OverrideRequest: {
             baseline_minutes_override: number;
             reason?: string;
+            /** @description From when the value applies: an RFC 3339 timestamp with a zone, or a date YYYY-MM-DD (00:00 UTC). Default now; a past date is a restatement. */
+            effective_from?: string;
         };
         Payback: {
             currency: string;
@@ -1553,6 +1633,124 @@ export type components = {
             /** @description Recipients queued; those who had it already are left out */
             queued: string[];
         };
+        Restatement: {
+            id: string;
+            reason: string;
+            version: components["schemas"]["AssumptionVersion"];
+        };
+        RestatementPreview: {
+            /** @description true when effective_from lies in the past */
+            restatement: boolean;
+            affected_events: number;
+            delta: {
+                hours_saved: number;
+                cost_saved: number;
+                net_saved: number;
+            };
+            /** @description The first 50 affected events, oldest first */
+            events: {
+                event_id: string;
+                /** Format: date-time */
+                occurred_at: string;
+                agent_id: string;
+                task_type: string;
+                client_id: string | null;
+                before: {
+                    resolved_baseline_minutes: number;
+                    resolved_hourly_rate: number;
+                    hours_saved: number;
+                    cost_saved: number;
+                    net_saved: number;
+                };
+                after: {
+                    resolved_baseline_minutes: number;
+                    resolved_hourly_rate: number;
+                    hours_saved: number;
+                    cost_saved: number;
+                    net_saved: number;
+                };
+            }[];
+            months: {
+                month: string;
+                events_affected: number;
+                before: {
+                    events: number;
+                    hours_saved: number;
+                    cost_saved: number;
+                    agent_cost: number;
+                    net_saved: number;
+                };
+                after: {
+                    events: number;
+                    hours_saved: number;
+                    cost_saved: number;
+                    agent_cost: number;
+                    net_saved: number;
+                };
+                by_agent: {
+                    agent_id: string | null;
+                    events_affected: number;
+                    before: {
+                        events: number;
+                        hours_saved: number;
+                        cost_saved: number;
+                        agent_cost: number;
+                        net_saved: number;
+                    };
+                    after: {
+                        events: number;
+                        hours_saved: number;
+                        cost_saved: number;
+                        agent_cost: number;
+                        net_saved: number;
+                    };
+                }[];
+                by_task_type: {
+                    task_type: string | null;
+                    events_affected: number;
+                    before: {
+                        events: number;
+                        hours_saved: number;
+                        cost_saved: number;
+                        agent_cost: number;
+                        net_saved: number;
+                    };
+                    after: {
+                        events: number;
+                        hours_saved: number;
+                        cost_saved: number;
+                        agent_cost: number;
+                        net_saved: number;
+                    };
+                }[];
+                by_client: {
+                    client_id: string | null;
+                    events_affected: number;
+                    before: {
+                        events: number;
+                        hours_saved: number;
+                        cost_saved: number;
+                        agent_cost: number;
+                        net_saved: number;
+                    };
+                    after: {
+                        events: number;
+                        hours_saved: number;
+                        cost_saved: number;
+                        agent_cost: number;
+                        net_saved: number;
+                    };
+                }[];
+            }[];
+        };
+        RestatementRequest: {
+            kind: components["schemas"]["AssumptionKind"];
+            key?: string | null;
+            value: number | null;
+            /** @description From when the value applies: an RFC 3339 timestamp with a zone, or a date YYYY-MM-DD (00:00 UTC). Default now; a past date is a restatement. */
+            effective_from: string;
+            reason: string;
+        };
         /**
          * @description owner (everything, members included), admin (settings, API keys, webhooks, task types and baselines), analyst (reads everything, changes nothing)
          * @enum {string}
@@ -1582,6 +1780,8 @@ export type components = {
             fte_hours_per_month: number;
             /** @description Admin e-mails that opted in to budget and usage alert e-mails */
             alert_emails: string[];
+            /** @description Every version of the hourly rates, outcome credits and fallback baseline, with its dates */
+            assumption_history: components["schemas"]["AssumptionVersion"][];
         };
         SettingsPatch: {
             name?: string;
@@ -1607,6 +1807,8 @@ export type components = {
             admin_emails?: string[];
             fte_hours_per_month?: number;
             alert_emails?: string[];
+            /** @description From when the value applies: an RFC 3339 timestamp with a zone, or a date YYYY-MM-DD (00:00 UTC). Default now; a past date is a restatement. */
+            effective_from?: string;
         };
         SsoConnection: {
             organization_id: string;
@@ -1660,6 +1862,8 @@ export type components = {
             hourly_rate: number | null;
             override: components["schemas"]["TaskTypeOverride"] | null;
             created_at: string | null;
+            /** @description The versions of the type's baseline (and a custom type's hourly rate), each with its dates */
+            assumption_history: components["schemas"]["AssumptionVersion"][];
         };
         TaskTypeList: {
             data: components["schemas"]["TaskType"][];
@@ -1762,7 +1966,7 @@ export type components = {
         };
         UpdateWebhookRequest: {
             url?: string;
-            event_types?: ("event.created" | "agent.first_event" | "weekly.digest" | "test.ping" | "budget.threshold_crossed" | "budget.forecast_exceeded" | "usage.threshold_crossed")[];
+            event_types?: ("event.created" | "agent.first_event" | "weekly.digest" | "test.ping" | "budget.threshold_crossed" | "budget.forecast_exceeded" | "usage.threshold_crossed" | "figures.restated")[];
             description?: string | null;
             /** @enum {string} */
             status?: "active";
@@ -1789,7 +1993,7 @@ export type components = {
             created_at: string;
         };
         /** @enum {string} */
-        WebhookEventType: "event.created" | "agent.first_event" | "weekly.digest" | "test.ping" | "budget.threshold_crossed" | "budget.forecast_exceeded" | "usage.threshold_crossed";
+        WebhookEventType: "event.created" | "agent.first_event" | "weekly.digest" | "test.ping" | "budget.threshold_crossed" | "budget.forecast_exceeded" | "usage.threshold_crossed" | "figures.restated";
         WebhookList: {
             data: components["schemas"]["Webhook"][];
             next_cursor: string | null;
@@ -2231,7 +2435,10 @@ export interface operations {
     };
     removeTaskTypeOverride: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description From when the value applies: an RFC 3339 timestamp with a zone, or a date YYYY-MM-DD (00:00 UTC). Default now; a past date is a restatement. */
+                effective_from?: string;
+            };
             header?: never;
             path: {
                 key: string;
@@ -5526,6 +5733,175 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description The request was refused; `error.code` says why */
+            "4XX": {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error, or the database is unavailable (503) */
+            "5XX": {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listAssumptionHistory: {
+        parameters: {
+            query?: {
+                kind?: components["schemas"]["AssumptionKind"];
+                key?: string;
+                limit?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The versions, with their dates */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AssumptionHistory"];
+                };
+            };
+            /** @description The request was refused; `error.code` says why */
+            "4XX": {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error, or the database is unavailable (503) */
+            "5XX": {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    previewRestatement: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AssumptionChange"];
+            };
+        };
+        responses: {
+            /** @description What the change would move; nothing is written */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RestatementPreview"];
+                };
+            };
+            /** @description The request was refused; `error.code` says why */
+            "4XX": {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error, or the database is unavailable (503) */
+            "5XX": {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    applyRestatement: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RestatementRequest"];
+            };
+        };
+        responses: {
+            /** @description The restatement and the version it recorded */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Restatement"];
+                };
             };
             /** @description The request was refused; `error.code` says why */
             "4XX": {

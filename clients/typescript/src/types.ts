@@ -79,6 +79,13 @@ export type LeaderboardQuery = Omit<Query<'getLeaderboard'>, 'format'> & Metadat
 export type ExportQuery = Omit<Query<'exportReport'>, 'format'> & MetadataFilter;
 export type ListTaskTypesQuery = Query<'listTaskTypes'>;
 export type PageQuery = Query<'listWebhooks'>;
+export type AssumptionVersion = Schemas['AssumptionVersion'];
+export type AssumptionHistory = Schemas['AssumptionHistory'];
+export type AssumptionHistoryQuery = Query<'listAssumptionHistory'>;
+export type AssumptionChange = Schemas['AssumptionChange'];
+export type RestatementRequest = Schemas['RestatementRequest'];
+export type RestatementPreview = Schemas['RestatementPreview'];
+export type Restatement = Schemas['Restatement'];
 export type ForecastQuery = Query<'getForecast'> & MetadataFilter;
 export type PaybackQuery = Query<'getPayback'>;
 export type ListInvitationsQuery = Query<'listInvitations'>;
@@ -131,6 +138,14 @@ export interface UsageAlert {
   crossed_at: string;
 }
 
+/** `figures.restated`: a change from a past date, once its adjustments are written. */
+export interface FiguresRestated {
+  restatement: Restatement;
+  affected_events: number;
+  delta: { hours_saved: number; cost_saved: number; net_saved: number };
+  months: string[];
+}
+
 interface Envelope<T extends string, D> {
   id: string;
   type: T;
@@ -145,4 +160,5 @@ export type WebhookEnvelope =
   | Envelope<'test.ping', { webhook_id: string; message: string; sent_at: string }>
   | Envelope<'budget.threshold_crossed', BudgetAlert & { crossed_at: string }>
   | Envelope<'budget.forecast_exceeded', BudgetAlert & { forecast_at: string }>
-  | Envelope<'usage.threshold_crossed', UsageAlert>;
+  | Envelope<'usage.threshold_crossed', UsageAlert>
+  | Envelope<'figures.restated', FiguresRestated>;

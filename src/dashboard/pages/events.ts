@@ -46,6 +46,8 @@ interface Pricing {
   exchange_rate_source?: string;
   exchange_rate_date?: string | null;
   catalogue?: string;
+  /** The assumption versions that priced the savings (src/assumptions/). */
+  assumptions?: { baseline: string | null; hourly_rate: string | null; outcome_credit: string | null };
 }
 
 export function registerEventPages(dash: FastifyInstance, app: FastifyInstance): void {
@@ -197,8 +199,8 @@ export function registerEventPages(dash: FastifyInstance, app: FastifyInstance):
             <strong>Agent cost:</strong> ${event.agent_cost === null ? 'none' : money(event.agent_cost, cur)},
             ${COST_SOURCES[event.resolved_cost_source] ?? event.resolved_cost_source}.
             ${
-              pricing
-                ? html`Priced as ${pricing.provider ?? '?'} / ${pricing.model ?? '?'} at
+              pricing?.provider !== undefined
+                ? html`Priced as ${pricing.provider} / ${pricing.model ?? '?'} at
                   US$${decimal(pricing.usd ?? 0)}, converted at ${decimal(pricing.exchange_rate ?? 1)}
                   ${pricing.currency ?? ''} per USD
                   (${
@@ -213,6 +215,16 @@ export function registerEventPages(dash: FastifyInstance, app: FastifyInstance):
             }
           </li>
           <li><strong>Net saved:</strong> ${money(event.net_saved, cur)} = cost saved − agent cost.</li>
+          ${
+            pricing?.assumptions
+              ? html`<li>
+                  <strong>Assumption versions</strong> in force at its occurred_at: baseline
+                  <code>${pricing.assumptions.baseline ?? 'built-in or request'}</code>, hourly rate
+                  <code>${pricing.assumptions.hourly_rate ?? '—'}</code>, outcome credit
+                  <code>${pricing.assumptions.outcome_credit ?? '—'}</code>.
+                </li>`
+              : ''
+          }
         </ol>
       </section>
       <section class="panel">

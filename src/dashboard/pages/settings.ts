@@ -1,4 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { organizationAt, organizationSlots } from '../../assumptions/changes.js';
+import { historyFor } from '../../assumptions/history.js';
+import type { AssumptionKind } from '../../assumptions/kinds.js';
+import { historyView } from '../../assumptions/view.js';
 import { CATEGORIES } from '../../catalogue/categories.js';
 import { AppError } from '../../errors.js';
 import { createOrgApiKey, listApiKeys, revokeOrgApiKey, type KeyView } from '../../orgs/api-keys.js';
@@ -12,6 +16,7 @@ import { dateTime } from '../format.js';
 import { html, type SafeHtml } from '../html.js';
 import { csrfField } from '../layout.js';
 import { dashboardCtx, field, redirectWithNotice, sendPage, session, type Form } from '../page-kit.js';
+import { historyTable, KIND_LABELS, pastChangeForm } from './assumptions.js';
 import { select, textField } from './controls.js';
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
@@ -80,6 +85,8 @@ function patchOf(form: Form, hasEvents: boolean): SettingsPatch {
   if (bad !== undefined) throw new AppError('validation_error', `"${bad}" is not an e-mail address.`);
   if (emails.length > 50) throw new AppError('validation_error', 'At most 50 admin e-mail addresses.');
   patch.admin_emails = emails;
+  const from = field(form, 'effective_from').trim();
+  if (from !== '') patch.effective_from = from;
   return patch;
 }
 
@@ -137,7 +144,15 @@ async function settingsPage(
   createdKey: { id: string; scope: string; apiKey: string } | null,
 ) {
   const ctx = dashboardCtx(app, request);
-  const s = settingsView(ctx.org);
+  const history = await historyFor(ctx.db, ctx.org.id, ctx.org.assumptionsRevision);
+  const now = ctx.clock.now().getTime();
+  // The values in force now (a change scheduled earlier may have come into force since).
+  const s = settingsView(organizationAt(ctx.org, history, now));
+  const versions = historyView(history, organizationSlots(), now);
+  const choices = organizationSlots().map(
+    ([kind, key]) =>
+      [kind, key, `${KIND_LABELS[kind]}${key === '' ? '' : ` (${key})`}`] as [AssumptionKind, string, string],
+  );
   const token = session(request).csrfToken;
   const hasEvents = await hasTrackedEvents(ctx.db, ctx.org.id);
   const keys = await listApiKeys({ ctx, orgId: ctx.org.id });
@@ -211,11 +226,26 @@ ${s.admin_emails.join('\n')}</textarea>
             >One per line; they hear when a webhook is deactivated.</small
           >
         </div>
+        ${textField({ id: 'effective_from', name: 'effective_from', label: 'Rates, credits and fallback apply from (UTC day)', type: 'date', hint: 'Empty = now. A later day schedules the change; for a past day use "Change from a past date" below.' })}
         <p class="muted wide">
-          Changes apply to events tracked afterwards; stored events keep the values they were computed with.
+          Events are priced with the values in force at their occurred_at; stored events keep the values they
+          were computed with.
         </p>
         <div class="field actions"><button type="submit" class="button">Save settings</button></div>
       </form>
+    </section>
+    <section class="panel">
+      <h2>Assumption history</h2>
+      <p class="muted">
+        Every value of the rates, credits and fallback baseline, with the date it applies from.
+      </p>
+      ${historyTable(versions, s.currency, 'Assumption history')}
+      <h3>Change from a past date</h3>
+      <p class="muted">
+        A change from a past date restates figures already reported. Preview it first: the events it moves and
+        each month before and after.
+      </p>
+      ${pastChangeForm({ id: 'restate', choices, back: '/dashboard/settings', valueHint: 'Rates in the currency, credits 0 to 1, minutes; empty = unset' })}
     </section>
     <section class="panel">
       <h2>API keys</h2>

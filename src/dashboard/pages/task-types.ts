@@ -11,6 +11,7 @@ import { html, type SafeHtml } from '../html.js';
 import { csrfField, planGate } from '../layout.js';
 import { dashboardCtx, field, redirectWithNotice, sendPage, session, type Form } from '../page-kit.js';
 import { breakableKey } from '../task-names.js';
+import { historyTable, pastChangeForm } from './assumptions.js';
 import { select, textField } from './controls.js';
 
 function badges(t: TaskTypeRecord): SafeHtml {
@@ -205,12 +206,14 @@ export function registerTaskTypePages(dash: FastifyInstance, app: FastifyInstanc
         <p>
           Tally's default is
           <strong>${decimal(t.default_baseline_minutes)} minutes</strong> (${t.baseline_source ?? ''}). Set
-          your own measured figure; it applies to events tracked from now on.
+          your own measured figure; it applies to events that occur from now on (or from a later day you
+          choose).
         </p>
         <form method="post" action="${back}/override" class="form-grid">
           ${csrfField(token)}
           ${textField({ id: 'minutes', name: 'baseline_minutes_override', label: 'Baseline minutes', type: 'number', required: true, value: t.override ? String(t.override.baseline_minutes_override) : '', attrs: html`min="0.01" step="any"`, hint: `Original: ${decimal(t.default_baseline_minutes)} minutes` })}
           ${textField({ id: 'reason', name: 'reason', label: 'Reason', value: t.override?.reason ?? '' })}
+          ${textField({ id: 'override_from', name: 'effective_from', label: 'Applies from (UTC day)', type: 'date', hint: 'Empty = now; for a past day use "Change from a past date"' })}
           <div class="field actions"><button type="submit" class="button">Save override</button></div>
         </form>
         ${
@@ -286,6 +289,39 @@ export function registerTaskTypePages(dash: FastifyInstance, app: FastifyInstanc
           </table>
         </div>
       </section>
+      <section class="panel">
+        <h2>History</h2>
+        <p class="muted">
+          Every value of this type's
+          ${t.kind === 'custom' ? 'baseline and hourly rate' : 'baseline override'}, with the date it applies
+          from.
+        </p>
+        ${historyTable(t.assumption_history, ctx.org.currency, `History of ${t.key}`)}
+        ${
+          pro
+            ? html`<h3>Change from a past date</h3>
+                <p class="muted">
+                  A change from a past date restates figures already reported: preview the events it moves and
+                  each month before and after, then apply it with a reason.
+                </p>
+                ${pastChangeForm({
+                  id: 'restate',
+                  back,
+                  valueHint:
+                    t.kind === 'custom'
+                      ? 'Minutes, or the rate in the currency'
+                      : 'Minutes; empty = back to the built-in default',
+                  choices:
+                    t.kind === 'custom'
+                      ? [
+                          ['custom_baseline', t.key, 'Baseline (minutes)'],
+                          ['custom_hourly_rate', t.key, 'Hourly rate'],
+                        ]
+                      : [['baseline_override', t.key, 'Baseline override (minutes)']],
+                })}`
+            : ''
+        }
+      </section>
       ${actions}`;
     return sendPage(request, reply, { title: t.display_name, section: 'Task types', body });
   });
@@ -295,15 +331,19 @@ export function registerTaskTypePages(dash: FastifyInstance, app: FastifyInstanc
     const key = request.params.key;
     return attempt(app, request, reply, `/dashboard/task-types/${encodeURIComponent(key)}`, async () => {
       const reason = field(request.body, 'reason').trim().slice(0, 1000);
+      const from = field(request.body, 'effective_from').trim();
       await setOverride({
         ctx,
         key,
         input: {
           baseline_minutes_override: numberOf(request.body, 'baseline_minutes_override', 'Baseline minutes'),
           ...(reason === '' ? {} : { reason }),
+          ...(from === '' ? {} : { effective_from: from }),
         },
       });
-      return 'Override saved. It applies to events tracked from now on.';
+      return from === ''
+        ? 'Override saved. It applies to events that occur from now on.'
+        : `Override saved. It applies to events that occur from ${from} on.`;
     });
   });
 
