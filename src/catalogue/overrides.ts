@@ -1,5 +1,4 @@
 import { requireRole } from '../accounts/authorize.js';
-import { sql } from 'kysely';
 import { loadHistory } from '../assumptions/history.js';
 import { effectiveFromOf, recordVersion, refusePastDate } from '../assumptions/record.js';
 import { recordAudit } from '../audit/audit-log.js';
