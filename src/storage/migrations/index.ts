@@ -20,6 +20,7 @@ import * as otlp from './2026_11_28_0040_otlp.js';
 import * as budgets from './2026_11_28_0050_budgets.js';
 import * as payback from './2026_11_28_0051_payback.js';
 import * as reportEmails from './2026_11_28_0052_report_emails.js';
+import * as ledger from './2026_11_28_0060_ledger.js';
 
 /** Every migration, by name; names sort in the order they apply. Add new files here. */
 export const migrations: Record<string, Migration> = {
@@ -44,4 +45,5 @@ export const migrations: Record<string, Migration> = {
   '2026_11_28_0050_budgets': budgets,
   '2026_11_28_0051_payback': payback,
   '2026_11_28_0052_report_emails': reportEmails,
+  '2026_11_28_0060_ledger': ledger,
 };
