@@ -21,6 +21,7 @@ import { foldLag } from './fold/tail.js';
 import { TailMeter } from './fold/tail-meter.js';
 import { registerTrackingRoutes } from './tracking/routes.js';
 import { registerWebhookRoutes } from './webhooks/routes.js';
+import { registerLedgerRoutes } from './ledger/routes.js';
 
 /** The whole application: the HTTP server, the folding stage's gauges and every feature's routes. */
 export async function buildApp(deps: AppDeps, options: ServerOptions = {}): Promise<FastifyInstance> {
@@ -57,6 +58,7 @@ export async function buildApp(deps: AppDeps, options: ServerOptions = {}): Prom
     registerBudgetRoutes(v1);
     registerPaybackRoutes(v1);
     registerReportEmailRoutes(v1);
+    registerLedgerRoutes(v1);
   });
   await registerDashboard(app);
   registerReference(app);

@@ -48,7 +48,21 @@ export function ulid(at: Date = new Date()): string {
 }
 
 export type IdPrefix =
-  'org' | 'evt' | 'wh' | 'whmsg' | 'whdel' | 'req' | 'aud' | 'mail' | 'bud' | 'fc' | 'rsch' | 'rcpt';
+  | 'org'
+  | 'evt'
+  | 'wh'
+  | 'whmsg'
+  | 'whdel'
+  | 'req'
+  | 'aud'
+  | 'mail'
+  | 'bud'
+  | 'fc'
+  | 'rsch'
+  | 'rcpt'
+  | 'rev'
+  | 'adj'
+  | 'rst';
 
 export function newId(prefix: IdPrefix, at?: Date): string {
   return `${prefix}_${ulid(at)}`;

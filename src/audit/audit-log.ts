@@ -21,7 +21,9 @@ export type AuditAction =
   | 'budget.deleted'
   | 'fixed_cost.created'
   | 'fixed_cost.updated'
-  | 'fixed_cost.deleted';
+  | 'fixed_cost.deleted'
+  | 'event.reviewed'
+  | 'figures.restated';
 
 export interface AuditEntry {
   action: AuditAction;

@@ -206,6 +206,8 @@ export interface ReviewsTable {
   id: string;
   org_id: string;
   event_id: string;
+  /** 1 for an event's first review, 2 for the next, … (the last is in force). */
+  number: number;
   review_minutes: number;
   verdict: string;
   reviewer: string | null;

@@ -61,6 +61,7 @@ export async function up(db: Kysely<any>): Promise<void> {
       id text PRIMARY KEY,
       org_id text NOT NULL,
       event_id text NOT NULL,
+      number integer NOT NULL,
       review_minutes double precision NOT NULL,
       verdict text NOT NULL,
       reviewer text,
@@ -73,7 +74,7 @@ export async function up(db: Kysely<any>): Promise<void> {
       review_cost_micros bigint NOT NULL,
       created_at bigint NOT NULL
     )`.execute(db);
-  await sql`CREATE INDEX reviews_org_event ON reviews (org_id, event_id, id)`.execute(db);
+  await sql`CREATE UNIQUE INDEX reviews_org_event ON reviews (org_id, event_id, number)`.execute(db);
   await sql`CREATE UNIQUE INDEX reviews_idempotency ON reviews (org_id, idempotency_key)`.execute(db);
 
   await sql`
