@@ -21,6 +21,45 @@ import { ENGINES } from '../support/engines.js';
 import { createHarness, pausedStageOptions, type Harness } from '../support/harness.js';
 import { DAY, expectedRows, NOW, PERIODS, type Dim, windowFrom } from './reference.js';
 import { seed, type SeedEvent } from './seed.js';
+import { recordReview } from '../../src/ledger/review.js';
+import type { RefEvent } from './reference.js';
+
+/** round(n / d) half away from zero, for integers (BigInt, exact). */
+function roundDiv(n: bigint, d: bigint): bigint {
+  const q = (2n * (n < 0n ? -n : n) + d) / (2n * d);
+  return n < 0n ? -q : q;
+}
+
+/**
+ * The figures of a reviewed event, recomputed from docs/figures.md: minutes saved = baseline −
+ * review minutes (accepted, corrected) or − review minutes (rejected), each in micro-minutes;
+ * hours = that / 60 and review hours = review minutes / 60, cost = hours × rate, each rounded once.
+ */
+function reviewed(e: RefEvent, minutes: number, verdict: 'accepted' | 'corrected' | 'rejected'): RefEvent {
+  const micro = (v: number) => BigInt(Math.round(v * 1e6));
+  const rate = micro(e.resolved_hourly_rate);
+  const saved = (verdict === 'rejected' ? 0n : micro(e.resolved_baseline_minutes)) - micro(minutes);
+  const hours = roundDiv(saved, 60n);
+  const reviewHours = roundDiv(micro(minutes), 60n);
+  const cost = roundDiv(hours * rate, 1_000_000n);
+  const reviewCost = roundDiv(reviewHours * rate, 1_000_000n);
+  const agentCost = e.agent_cost ?? 0;
+  return {
+    ...e,
+    hours_saved: Number(hours) / 1e6,
+    cost_saved: Number(cost) / 1e6,
+    net_saved: (Number(cost) - Math.round(agentCost * 1e6)) / 1e6,
+    review_hours: Number(reviewHours) / 1e6,
+    review_cost: Number(reviewCost) / 1e6,
+  };
+}
+
+const reviewArb = fc.record({
+  // Which event so far (modulo their number), how long, which verdict.
+  pick: fc.nat(),
+  minutes: fc.oneof(fc.integer({ min: 0, max: 600 }), fc.double({ min: 0, max: 600, noNaN: true })),
+  verdict: fc.constantFrom('accepted' as const, 'corrected' as const, 'rejected' as const),
+});
 
 const eventArb: fc.Arbitrary<SeedEvent> = fc.record({
   agent: fc.constantFrom('a', 'b', 'c'),
@@ -81,7 +120,8 @@ async function reopenPartDays(db: Db, part: FoldPartId, from: number): Promise<v
 }
 
 /**
- * Events go in in steps; after each step the folding stage folds nothing, part of the tail (a
+ * Events and reviews of them (adjustments, src/ledger/) go in in steps; after each step the
+ * folding stage folds nothing, part of the tail (a
  * random number of events) or all of it, into every fold part or into one, with its events' week
  * and month rows or leaving them to their day rows, on a clock that closes random weeks (a step
  * of them per pass). Whatever it
@@ -101,6 +141,8 @@ describe.each(ENGINES)('reports at random fold points (%s)', (engine) => {
         fc.array(
           fc.record({
             events: fc.array(eventArb, { maxLength: 8 }),
+            // Reviews of events tracked so far (a second review of an event replaces the first).
+            reviews: fc.array(reviewArb, { maxLength: 3 }),
             fold: fc.constantFrom('none', 'some', 'all'),
             limit: fc.integer({ min: 1, max: 6 }),
             // Rollups built in the service, or folded in SQL.
@@ -139,10 +181,22 @@ describe.each(ENGINES)('reports at random fold points (%s)', (engine) => {
           await reopenDays(h.ctx.db, Math.floor(NOW / DAY) - monthsDaysBefore);
           const org = await h.createOrg({ plan: 'pro' });
           const ctx = await h.orgCtx(org);
-          const events = [];
+          const events: RefEvent[] = [];
           for (const step of steps) {
             h.clock.set(new Date(NOW));
             events.push(...(await seed(ctx, step.events)));
+            for (const r of step.reviews) {
+              if (events.length === 0) break;
+              const i = r.pick % events.length;
+              const e = events[i] as RefEvent;
+              await recordReview({
+                ctx,
+                eventId: e.event_id,
+                input: { review_minutes: r.minutes, verdict: r.verdict },
+                idempotencyKey: null,
+              });
+              events[i] = reviewed(e, r.minutes, r.verdict);
+            }
             const { sqlFrom, parts, defer } = step;
             h.clock.set(new Date(NOW - step.foldDaysBefore * DAY));
             if (step.fold === 'some') await foldOnce(h.ctx, { limit: step.limit, sqlFrom, parts, defer });
