@@ -5,7 +5,7 @@ import { figuresView, VERDICTS, type Figures } from '../../ledger/figures.js';
 import { eventReviews, getReviewedEvent, recordReview, reviewView } from '../../ledger/review.js';
 import type { OrgCtx } from '../../context.js';
 import { listEvents } from '../../tracking/events.js';
-import { dateTime, decimal, hours, money } from '../format.js';
+import { dateTime, decimal, money } from '../format.js';
 import { html, type SafeHtml } from '../html.js';
 import { csrfField } from '../layout.js';
 import {
@@ -58,11 +58,12 @@ function reviewForm(eventId: string, token: string, back: string, label: string)
 }
 
 function figureCells(f: ReturnType<typeof figuresView>, currency: string): SafeHtml {
-  return html`<td class="num">${hours(f.hours_saved)}</td>
+  // Hours to the micro-unit, as stored: a ledger's entries add up exactly on the page too.
+  return html`<td class="num">${decimal(f.hours_saved)}</td>
     <td class="num">${money(f.cost_saved, currency)}</td>
     <td class="num">${money(f.agent_cost, currency)}</td>
     <td class="num">${money(f.net_saved, currency)}</td>
-    <td class="num">${hours(f.review_hours)}</td>
+    <td class="num">${decimal(f.review_hours)}</td>
     <td class="num">${money(f.review_cost, currency)}</td>`;
 }
 
@@ -185,7 +186,7 @@ export function registerReviewPages(dash: FastifyInstance, app: FastifyInstance)
                       >
                       by <strong>${e.agent_id}</strong>,
                       <span class="nowrap">${dateTime(e.occurred_at)}</span>: baseline
-                      ${decimal(e.resolved_baseline_minutes)} min, credited ${hours(e.hours_saved)}
+                      ${decimal(e.resolved_baseline_minutes)} min, credited ${decimal(e.hours_saved)} h
                       (${money(e.cost_saved, e.currency)})
                     </p>
                     ${reviewForm(e.event_id, token, '/dashboard/events/review-queue', 'Record review')}
@@ -233,7 +234,7 @@ export function registerReviewPages(dash: FastifyInstance, app: FastifyInstance)
         request,
         reply,
         back,
-        `Review saved: ${hours(event.current.hours_saved)} saved, ${hours(event.current.review_hours)} of review.`,
+        `Review saved: ${decimal(event.current.hours_saved)} h saved, ${decimal(event.current.review_hours)} h of review.`,
       );
     } catch (error) {
       if (error instanceof AppError && error.status < 500)
