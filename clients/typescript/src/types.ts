@@ -58,6 +58,15 @@ export type ReportSendResult = Schemas['ReportSendResult'];
 type MetadataFilter = { metadata?: Record<string, string> };
 
 export type ListEventsQuery = Query<'listEvents'>;
+export type ReviewRequest = Schemas['ReviewRequest'];
+export type ReviewVerdict = Schemas['ReviewVerdict'];
+export type Review = Schemas['Review'];
+export type ReviewResult = Schemas['ReviewResult'];
+export type ReviewedEvent = Schemas['ReviewedEvent'];
+export type EventFigures = Schemas['EventFigures'];
+export type Adjustment = Schemas['Adjustment'];
+export type EventAdjustments = Schemas['EventAdjustments'];
+export type EventReviews = Schemas['EventReviews'];
 export type ReportQuery = Omit<Query<'getTimeSavedReport'>, 'format'> & MetadataFilter;
 export type LeaderboardQuery = Omit<Query<'getLeaderboard'>, 'format'> & MetadataFilter;
 export type ExportQuery = Omit<Query<'exportReport'>, 'format'> & MetadataFilter;
@@ -128,4 +137,5 @@ export type WebhookEnvelope =
   | Envelope<'test.ping', { webhook_id: string; message: string; sent_at: string }>
   | Envelope<'budget.threshold_crossed', BudgetAlert & { crossed_at: string }>
   | Envelope<'budget.forecast_exceeded', BudgetAlert & { forecast_at: string }>
-  | Envelope<'usage.threshold_crossed', UsageAlert>;
+  | Envelope<'usage.threshold_crossed', UsageAlert>
+  | Envelope<'event.reviewed', { event: ReviewedEvent }>;
