@@ -9,6 +9,7 @@ import { eventView } from '../tracking/events.js';
 import { enqueueMessage } from '../webhooks/outbox.js';
 import { insertAdjustments, lockEventFigures, readEventLedger, type EventLedger } from './adjustments.js';
 import { figuresDelta, figuresView, isZero, reviewFigures, type Figures, type Verdict } from './figures.js';
+import { lockOrgFiguresShared, subscribedTo } from './restatement.js';
 
 export interface ReviewInput {
   review_minutes: number;
@@ -89,6 +90,7 @@ export async function recordReview({
   const at = ctx.clock.now();
   return ctx.db.transaction().execute(async (trx) => {
     const orgId = ctx.org.id;
+    await lockOrgFiguresShared(trx, ctx.engine, orgId);
     await lockEventFigures(trx, ctx.engine, orgId, eventId);
     if (idempotencyKey !== null) {
       const held = await replay(trx, orgId, eventId, idempotencyKey);
@@ -153,7 +155,7 @@ export async function recordReview({
       orgId,
       type: 'event.reviewed',
       payload: { event: view },
-      webhookIds: await subscribers(trx, orgId),
+      webhookIds: await subscribedTo(trx, orgId, 'event.reviewed'),
       at,
       firstDelaySeconds: ctx.config.webhookRetryDelaysSeconds[0] ?? 0,
     });
@@ -176,20 +178,6 @@ async function replay(trx: DbOrTrx, orgId: string, eventId: string, key: string)
   const ledger = await readEventLedger(trx, event);
   const latest = (await eventReviews(trx, orgId, eventId)).at(-1) ?? held;
   return { review: reviewView(held), event: reviewedEventView(ledger, latest), replayed: true };
-}
-
-/** The webhooks subscribed to `event.reviewed` now and not deactivated. */
-async function subscribers(db: DbOrTrx, orgId: string): Promise<string[]> {
-  const hooks = await db
-    .selectFrom('webhooks')
-    .select(['id', 'event_types'])
-    .where('org_id', '=', orgId)
-    .where('deleted_at', 'is', null)
-    .where('status', '<>', 'deactivated')
-    .execute();
-  return hooks
-    .filter((h) => (JSON.parse(h.event_types) as string[]).includes('event.reviewed'))
-    .map((h) => h.id);
 }
 
 /** An event with its figures, review and entries (GET /v1/events/{id}). */
