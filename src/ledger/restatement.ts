@@ -201,7 +201,7 @@ export async function applyRestatement(
     })
     .onConflict((oc) => oc.column('id').doNothing())
     .execute();
-  let state = await readRestatement(ctx.db, orgId, restatementId);
+  const state = await readRestatement(ctx.db, orgId, restatementId);
   if (state.status === 'applied') return restatementView(state);
   if (state.status !== 'staging') throw new AppError('bad_request', `The restatement is ${state.status}.`);
 
