@@ -145,7 +145,17 @@ async function foldPlans(
   // The adjustments ledger's entries (src/ledger/) add their deltas to the same rollup rows, in
   // SQL: they are few beside the events, and a pass without any runs none of this.
   if (adjusted > 0)
-    await foldRollups(trx, ctx.engine, adjustFrom, adjustTo, coarseThrough, monthsThrough, grains, -Infinity, 'adjustments');
+    await foldRollups(
+      trx,
+      ctx.engine,
+      adjustFrom,
+      adjustTo,
+      coarseThrough,
+      monthsThrough,
+      grains,
+      -Infinity,
+      'adjustments',
+    );
   if (folded === 0) return;
   if (folded < (options.sqlFrom ?? SQL_FROM[ctx.engine])) {
     // A few events (the usual pass of a stage keeping up): their rows are read and their

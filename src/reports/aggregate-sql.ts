@@ -150,9 +150,11 @@ function rawFrom(
   table: RawTable,
 ): RawBuilder<unknown> {
   if (table === 'adjustments') {
-    const indexed = (index: string) => (spec.engine === 'sqlite' ? sql` INDEXED BY ${sql.raw(index)}` : sql``);
+    const indexed = (index: string) =>
+      spec.engine === 'sqlite' ? sql` INDEXED BY ${sql.raw(index)}` : sql``;
     if (source.kind !== 'tail') return sql`adjustments${indexed('adjustments_org_occurred')}`;
-    const seq = (value: IngestSeq) => (spec.engine === 'postgres' ? sql`${String(value)}::xid8` : sql`${value}`);
+    const seq = (value: IngestSeq) =>
+      spec.engine === 'postgres' ? sql`${String(value)}::xid8` : sql`${value}`;
     const mark =
       source.adjustWatermark === null
         ? sql`(SELECT adjust_watermark FROM fold_state WHERE id = ${source.part})`
