@@ -21,7 +21,9 @@ import { ENGINES } from '../support/engines.js';
 import { createHarness, pausedStageOptions, type Harness } from '../support/harness.js';
 import { DAY, expectedRows, NOW, PERIODS, type Dim, windowFrom } from './reference.js';
 import { seed, type SeedEvent } from './seed.js';
+import { applyRestatement } from '../../src/ledger/restatement.js';
 import { recordReview } from '../../src/ledger/review.js';
+import { baselineRepricer } from '../ledger/repricer.js';
 import type { RefEvent } from './reference.js';
 
 /** round(n / d) half away from zero, for integers (BigInt, exact). */
@@ -51,6 +53,24 @@ function reviewed(e: RefEvent, minutes: number, verdict: 'accepted' | 'corrected
     net_saved: (Number(cost) - Math.round(agentCost * 1e6)) / 1e6,
     review_hours: Number(reviewHours) / 1e6,
     review_cost: Number(reviewCost) / 1e6,
+  };
+}
+
+/**
+ * An event not reviewed, priced again at another baseline (a restatement): hours = baseline ×
+ * the outcome's default credit / 60, cost = hours × rate, each rounded once (DESIGN §4).
+ */
+function credited(e: RefEvent, baseline: number): RefEvent {
+  const micro = (v: number) => BigInt(Math.round(v * 1e6));
+  const credit = { success: 1_000_000n, needs_review: 500_000n, failure: 0n }[e.outcome] ?? 0n;
+  const hours = roundDiv(micro(baseline) * credit, 60_000_000n);
+  const cost = roundDiv(hours * micro(e.resolved_hourly_rate), 1_000_000n);
+  return {
+    ...e,
+    resolved_baseline_minutes: baseline,
+    hours_saved: Number(hours) / 1e6,
+    cost_saved: Number(cost) / 1e6,
+    net_saved: (Number(cost) - Math.round((e.agent_cost ?? 0) * 1e6)) / 1e6,
   };
 }
 
@@ -120,7 +140,7 @@ async function reopenPartDays(db: Db, part: FoldPartId, from: number): Promise<v
 }
 
 /**
- * Events and reviews of them (adjustments, src/ledger/) go in in steps; after each step the
+ * Events, reviews of them and restatements (adjustments, src/ledger/) go in in steps; after each step the
  * folding stage folds nothing, part of the tail (a
  * random number of events) or all of it, into every fold part or into one, with its events' week
  * and month rows or leaving them to their day rows, on a clock that closes random weeks (a step
@@ -143,6 +163,10 @@ describe.each(ENGINES)('reports at random fold points (%s)', (engine) => {
             events: fc.array(eventArb, { maxLength: 8 }),
             // Reviews of events tracked so far (a second review of an event replaces the first).
             reviews: fc.array(reviewArb, { maxLength: 3 }),
+            // A restatement: the baseline of dev_bug_fix becomes this many minutes (src/ledger/),
+            // applied in batches of `restateBatch` events.
+            restate: fc.option(fc.integer({ min: 1, max: 240 }), { nil: null }),
+            restateBatch: fc.integer({ min: 1, max: 5 }),
             fold: fc.constantFrom('none', 'some', 'all'),
             limit: fc.integer({ min: 1, max: 6 }),
             // Rollups built in the service, or folded in SQL.
@@ -182,6 +206,11 @@ describe.each(ENGINES)('reports at random fold points (%s)', (engine) => {
           const org = await h.createOrg({ plan: 'pro' });
           const ctx = await h.orgCtx(org);
           const events: RefEvent[] = [];
+          const reviews = new Map<
+            string,
+            { minutes: number; verdict: 'accepted' | 'corrected' | 'rejected' }
+          >();
+          let restatements = 0;
           for (const step of steps) {
             h.clock.set(new Date(NOW));
             events.push(...(await seed(ctx, step.events)));
@@ -196,6 +225,26 @@ describe.each(ENGINES)('reports at random fold points (%s)', (engine) => {
                 idempotencyKey: null,
               });
               events[i] = reviewed(e, r.minutes, r.verdict);
+              reviews.set(e.event_id, { minutes: r.minutes, verdict: r.verdict });
+            }
+            if (step.restate !== null) {
+              const minutes = step.restate;
+              await applyRestatement(ctx, {
+                restatementId: `rst_${org.id}_${restatements++}`,
+                orgId: org.id,
+                reason: 'property',
+                reprice: baselineRepricer('dev_bug_fix', minutes),
+                batch: step.restateBatch,
+              });
+              for (let i = 0; i < events.length; i++) {
+                const e = events[i] as RefEvent;
+                if (e.task_type !== 'dev_bug_fix' || e.resolved_baseline_minutes === minutes) continue;
+                const review = reviews.get(e.event_id);
+                events[i] =
+                  review === undefined
+                    ? credited(e, minutes)
+                    : reviewed({ ...e, resolved_baseline_minutes: minutes }, review.minutes, review.verdict);
+              }
             }
             const { sqlFrom, parts, defer } = step;
             h.clock.set(new Date(NOW - step.foldDaysBefore * DAY));
