@@ -23,6 +23,9 @@
  * - how many batches waited for the folding stage, and how long in all (TALLY_INGEST_MAX_LAG_SECONDS,
  *   fold/ingest-gate.ts: a batch waits while the stage is further behind than that).
  *
+ * With BENCH_RESTATE=1 (or =only, without the backfill), then a restatement's throughput per engine (bench/restate.ts): adjusted
+ * events/s beside the rate at which the same engine takes the same events at all.
+ *
  * TALLY_FOLD_BATCH sets the events per folding pass (README "Ingest behind a watermark");
  * TALLY_INGEST_MAX_LAG_SECONDS=0 lets every batch in at once.
  */
@@ -37,6 +40,7 @@ import { insertEachRow, insertRows } from '../src/storage/insert-rows.js';
 import type { EventRow } from '../src/storage/schema.js';
 import { EVENT_COLUMNS } from '../src/tracking/event-writes.js';
 import { benchEvent, type BenchEvent, PER_REQUEST, rng, sendBackfill } from './backfill.js';
+import { benchRestatement } from './restate.js';
 import { metricValue, startServer } from './server-process.js';
 
 const TOTAL = Number(process.env.BENCH_EVENTS ?? 1_000_000);
@@ -253,9 +257,24 @@ console.log(
 const spread = (values: number[]) =>
   `${[0.5, 0.99, 1].map((q) => `${quantile(values, q).toFixed(0)} ms`).join(' / ')} (${values.length})`;
 let port = 18_180;
-for (const engine of engines) {
+// BENCH_RESTATE=only: the restatement alone.
+for (const engine of process.env.BENCH_RESTATE === 'only' ? [] : engines) {
   const r = await runEngine(engine, port++);
   console.log(
     `${engine.padEnd(9)} ${r.rate.toFixed(0).padStart(9)} ${r.floor.toFixed(0).padStart(9)} ${`${((r.rate / r.floor) * 100).toFixed(1)}%`.padStart(9)} ${String(r.failed).padStart(7)} ${String(r.maxTail).padStart(9)} ${String(r.endTail).padStart(12)} ${`${r.maxLag.toFixed(1)} s`.padStart(8)} ${`${r.caughtUp.toFixed(1)} s`.padStart(16)} ${`${r.closed.toFixed(1)} s`.padStart(13)} ${`${r.held.batches} (${r.held.seconds.toFixed(0)} s)`.padStart(17)}  ${spread(r.reads)}  ${spread(r.writes)}`,
   );
+}
+
+if (process.env.BENCH_RESTATE === '1' || process.env.BENCH_RESTATE === 'only') {
+  const total = Number(process.env.BENCH_RESTATE_EVENTS ?? 100_000);
+  console.log(
+    `\nA restatement of ${total.toLocaleString('en')} events (staged 5,000 at a time, published in one transaction)`,
+  );
+  console.log('engine     adjusted/s   events written/s (reference)   whole (s)   publication (s)');
+  for (const engine of engines) {
+    const r = await benchRestatement(engine, total);
+    console.log(
+      `${engine.padEnd(9)} ${r.rate.toFixed(0).padStart(11)} ${r.written.toFixed(0).padStart(32)} ${r.seconds.toFixed(1).padStart(11)} ${r.publish.toFixed(1).padStart(17)}`,
+    );
+  }
 }

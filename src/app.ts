@@ -25,6 +25,7 @@ import { registerWebhookRoutes } from './webhooks/routes.js';
 import { registerMemberRoutes } from './members/routes.js';
 import { registerSsoRoutes } from './sso/routes.js';
 import { registerAssumptionRoutes } from './assumptions/routes.js';
+import { registerLedgerRoutes } from './ledger/routes.js';
 
 /** The whole application: the HTTP server, the folding stage's gauges and every feature's routes. */
 export async function buildApp(deps: AppDeps, options: ServerOptions = {}): Promise<FastifyInstance> {
@@ -65,6 +66,7 @@ export async function buildApp(deps: AppDeps, options: ServerOptions = {}): Prom
     registerMemberRoutes(v1);
     registerSsoRoutes(v1);
     registerAssumptionRoutes(v1);
+    registerLedgerRoutes(v1);
   });
   await registerDashboard(app);
   registerReference(app);

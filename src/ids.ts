@@ -62,7 +62,9 @@ export type IdPrefix =
   | 'rcpt'
   | 'asv'
   | 'rst'
-  | 'acct';
+  | 'acct'
+  | 'rev'
+  | 'adj';
 
 export function newId(prefix: IdPrefix, at?: Date): string {
   return `${prefix}_${ulid(at)}`;

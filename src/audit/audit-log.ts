@@ -44,7 +44,9 @@ export type AuditAction =
   | 'account.first_owner_created'
   | 'account.org_switched'
   | 'assumption.changed'
-  | 'assumption.restated';
+  | 'assumption.restated'
+  | 'event.reviewed'
+  | 'figures.restated';
 
 export interface AuditEntry {
   action: AuditAction;

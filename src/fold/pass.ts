@@ -106,22 +106,22 @@ export async function foldOnce(ctx: ServiceCtx, options: FoldOptions = {}): Prom
     // as one part of all their grains: their events read once, each statement once.
     const groups = new Map<string, PartPlan[]>();
     for (const plan of plans) {
-      if (plan.folded === 0) continue;
-      const key = `${plan.from} ${plan.to} ${plan.coarseThrough} ${plan.monthsThrough}`;
+      if (plan.folded === 0 && plan.adjusted === 0) continue;
+      const key = `${plan.from} ${plan.to} ${plan.coarseThrough} ${plan.monthsThrough} ${plan.adjustFrom} ${plan.adjustTo}`;
       groups.set(key, [...(groups.get(key) ?? []), plan]);
     }
     for (const group of groups.values()) await foldPlans(trx, ctx, group, options);
     await options.beforeCommit?.(trx);
     for (const plan of plans) {
-      if (seqEqual(plan.from, plan.to)) continue;
+      if (seqEqual(plan.from, plan.to) && seqEqual(plan.adjustFrom, plan.adjustTo)) continue;
       await trx
         .updateTable('fold_state')
-        .set({ watermark: plan.to, folded_at: now })
+        .set({ watermark: plan.to, adjust_watermark: plan.adjustTo, folded_at: now })
         .where('id', '=', plan.part)
         .execute();
     }
     return {
-      folded: Math.max(0, ...plans.map((p) => p.folded)),
+      folded: Math.max(0, ...plans.map((p) => p.folded + p.adjusted)),
       more: plans.some((p) => p.more),
       watermark: plans.map((p) => p.to).reduce(seqMin),
     };
@@ -138,9 +138,25 @@ async function foldPlans(
   plans: readonly PartPlan[],
   options: FoldOptions,
 ): Promise<void> {
-  const { from, to, folded, firstDay, coarseThrough, monthsThrough } = plans[0] as PartPlan;
+  const { from, to, folded, firstDay, coarseThrough, monthsThrough, adjustFrom, adjustTo, adjusted } =
+    plans[0] as PartPlan;
   const grains = plans.flatMap((plan) => partGrains(plan.part));
   const derived = plans.some((plan) => plan.part === 1);
+  // The adjustments ledger's entries (src/ledger/) add their deltas to the same rollup rows, in
+  // SQL: they are few beside the events, and a pass without any runs none of this.
+  if (adjusted > 0)
+    await foldRollups(
+      trx,
+      ctx.engine,
+      adjustFrom,
+      adjustTo,
+      coarseThrough,
+      monthsThrough,
+      grains,
+      -Infinity,
+      'adjustments',
+    );
+  if (folded === 0) return;
   if (folded < (options.sqlFrom ?? SQL_FROM[ctx.engine])) {
     // A few events (the usual pass of a stage keeping up): their rows are read and their
     // rollup rows built here, cheaper than a statement per grain.
@@ -175,7 +191,7 @@ async function idleState(
 ): Promise<Seq | null> {
   const states = await db
     .selectFrom('fold_state')
-    .select(['watermark', 'coarse_through', 'months_through'])
+    .select(['watermark', 'coarse_through', 'months_through', 'adjust_watermark'])
     .where('id', 'in', parts)
     .execute();
   if (states.length < parts.length) return null;
@@ -186,5 +202,9 @@ async function idleState(
   const watermark = states.map((state) => state.watermark).reduce(seqMin);
   const { rows } = await sql<{ one: unknown }>`
     SELECT 1 AS one FROM events WHERE ${afterMark(engine, watermark)} LIMIT 1`.execute(db);
-  return rows.length > 0 ? null : watermark;
+  if (rows.length > 0) return null;
+  const adjusted = states.map((state) => state.adjust_watermark).reduce(seqMin);
+  const { rows: adjustments } = await sql<{ one: unknown }>`
+    SELECT 1 AS one FROM adjustments WHERE ${afterMark(engine, adjusted)} LIMIT 1`.execute(db);
+  return adjustments.length > 0 ? null : watermark;
 }

@@ -44,6 +44,10 @@ export interface PartPlan {
   more: boolean;
   coarseThrough: number;
   monthsThrough: number;
+  /** The adjustments of `adjustFrom <= ingest_seq < adjustTo`, `adjusted` of them (src/ledger/). */
+  adjustFrom: Seq;
+  adjustTo: Seq;
+  adjusted: number;
 }
 
 /**
@@ -73,6 +77,49 @@ async function foldableUpTo(trx: DbOrTrx, engine: Engine, from: Seq): Promise<Se
     .executeTakeFirst();
   const last = row?.last;
   return last === null || last === undefined ? from : Math.max(Number(from), Number(last) + 1);
+}
+
+/**
+ * The adjustments a pass folds (src/ledger/): those with `from <= ingest_seq < to`, at most
+ * `limit` of them unless one transaction wrote more (never split), up to what may be folded now:
+ * on PostgreSQL the snapshot's xmin, as for events; on SQLite (the main file's writer numbers
+ * them, and the pass holds its write lock) the last one stored.
+ */
+async function planAdjustments(
+  trx: DbOrTrx,
+  engine: Engine,
+  from: Seq,
+  limit: number,
+  xmin: Seq,
+): Promise<{ from: Seq; to: Seq; folded: number; more: boolean }> {
+  let to: Seq = xmin;
+  if (engine === 'sqlite') {
+    const row = await trx
+      .selectFrom('adjustments')
+      .select((eb) => eb.fn.max('ingest_seq').as('last'))
+      .executeTakeFirst();
+    const last = row?.last;
+    to = last === null || last === undefined ? from : Math.max(Number(from), Number(last) + 1);
+  }
+  if (seqEqual(to, from) || BigInt(to) < BigInt(from)) return { from, to: from, folded: 0, more: false };
+  const cut = await trx
+    .selectFrom('adjustments')
+    .select('ingest_seq')
+    .where('ingest_seq', '>=', from)
+    .where('ingest_seq', '<', to)
+    .orderBy('ingest_seq')
+    .limit(1)
+    .offset(limit)
+    .executeTakeFirst();
+  let more = false;
+  if (cut !== undefined) {
+    to = cut.ingest_seq as Seq;
+    if (seqEqual(to, from)) to = seqAfter(from);
+    more = !seqEqual(to, from);
+  }
+  const { rows } = await sql<{ n: unknown }>`
+    SELECT COUNT(*) AS n FROM adjustments WHERE ${seqRange(engine, from, to)}`.execute(trx);
+  return { from, to, folded: Number(rows[0]?.n ?? 0), more };
 }
 
 /** The events of a range, counted, and the earliest day they occurred on (Infinity: none). */
@@ -125,12 +172,13 @@ export async function planPart(
   if (postgres) await sql`SELECT pg_advisory_xact_lock(${foldLock(part)})`.execute(trx);
   const state = await trx
     .selectFrom('fold_state')
-    .select(['watermark', 'coarse_through', 'months_through'])
+    .select(['watermark', 'coarse_through', 'months_through', 'adjust_watermark'])
     .where('id', '=', part)
     .$if(postgres, (q) => q.forUpdate())
     .executeTakeFirstOrThrow();
   const from: Seq = state.watermark;
   let to = await foldableUpTo(trx, ctx.engine, from);
+  const adjustments = await planAdjustments(trx, ctx.engine, state.adjust_watermark, limit, to);
   const cut = await trx
     .selectFrom('events')
     .select('ingest_seq')
@@ -204,5 +252,17 @@ export async function planPart(
   }
   // Weeks or days still to close: the next pass follows at once.
   const closing = coarseThrough < weeksTo || monthsThrough < monthsTo;
-  return { part, from, to, folded, firstDay, more: more || closing, coarseThrough, monthsThrough };
+  return {
+    part,
+    from,
+    to,
+    folded,
+    firstDay,
+    more: more || closing || adjustments.more,
+    coarseThrough,
+    monthsThrough,
+    adjustFrom: adjustments.from,
+    adjustTo: adjustments.to,
+    adjusted: adjustments.folded,
+  };
 }

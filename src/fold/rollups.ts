@@ -34,7 +34,9 @@ export async function foldRollups(
   monthsThrough = Infinity,
   grains: readonly Grain[] = ALL_GRAINS,
   firstDay = -Infinity,
+  source: FoldSource = 'events',
 ): Promise<void> {
+  const values = source === 'events' ? SUM_VALUES[engine] : ADJUSTMENT_VALUES[engine];
   for (const grain of grains) {
     const kept: readonly string[] = GRAINS[grain];
     const buckets: Bucket[] = hasCoarseBuckets(grain) ? ['day', 'week', 'month'] : ['day'];
@@ -50,8 +52,8 @@ export async function foldRollups(
       const closed = Number.isFinite(through) ? sql`AND occurred_at < ${through * DAY_MS}` : sql``;
       await sql`
         INSERT INTO report_rollups (org_id, grain, day, agent_id, task_type, client_key, shard, ${COLUMNS})
-        SELECT org_id, ${grainColumn(grain, bucket)}, ${start}, ${agent}, ${taskType}, ${client}, 0, ${SUM_VALUES[engine]}
-        FROM events
+        SELECT org_id, ${grainColumn(grain, bucket)}, ${start}, ${agent}, ${taskType}, ${client}, 0, ${values}
+        FROM ${sql.table(source)}
         WHERE ${seqRange(engine, from, to)} ${closed}
         GROUP BY org_id, 3, 4, 5, 6
         ON CONFLICT (org_id, grain, day, agent_id, task_type, client_key, shard) DO UPDATE SET ${UPDATES}`.execute(
@@ -214,11 +216,24 @@ export function seqRange(engine: Engine, from: IngestSeq, to: IngestSeq): RawBui
 const COLUMNS = sql.raw(SUM_COLUMNS.join(', '));
 const UPDATES = sql.raw(SUM_COLUMNS.map((c) => `${c} = report_rollups.${c} + excluded.${c}`).join(', '));
 
+/** What a rollup step folds: events, or the adjustments ledger's entries (src/ledger/). */
+export type FoldSource = 'events' | 'adjustments';
+
 const VALUES: Record<string, string> = {
   events: '1',
   hours_saved_micros: 'hours_saved_micros',
   cost_saved_micros: 'cost_saved_micros',
   agent_cost_micros: 'COALESCE(agent_cost_micros, 0)',
+};
+
+/** An adjustment counts no event; it adds its signed deltas, review time included. */
+const ADJUSTMENT_COLUMN_VALUES: Record<string, string> = {
+  events: '0',
+  hours_saved_micros: 'hours_saved_micros',
+  cost_saved_micros: 'cost_saved_micros',
+  agent_cost_micros: 'agent_cost_micros',
+  review_hours_micros: 'review_hours_micros',
+  review_cost_micros: 'review_cost_micros',
 };
 
 /**
@@ -228,12 +243,12 @@ const VALUES: Record<string, string> = {
  * there, so they go through total(), which adds integers exactly until they overflow and goes
  * on in floating point after (the column keeps an integral REAL within 64 bits as an integer).
  */
-function sumValues(engine: Engine): RawBuilder<unknown> {
+function sumValues(engine: Engine, values: Record<string, string> = VALUES): RawBuilder<unknown> {
   return sql.raw(
     SUM_COLUMNS.map((column) => {
       const outcome = OUTCOMES.find((o) => column.startsWith(`${o}_`));
       const name = outcome === undefined ? column : column.slice(outcome.length + 1);
-      const value = VALUES[name] ?? '0';
+      const value = values[name] ?? '0';
       const sum = engine === 'sqlite' && name !== 'events' ? 'total' : 'SUM';
       return outcome === undefined
         ? `${sum}(${value})`
@@ -245,6 +260,11 @@ function sumValues(engine: Engine): RawBuilder<unknown> {
 const SUM_VALUES: Record<Engine, RawBuilder<unknown>> = {
   sqlite: sumValues('sqlite'),
   postgres: sumValues('postgres'),
+};
+
+const ADJUSTMENT_VALUES: Record<Engine, RawBuilder<unknown>> = {
+  sqlite: sumValues('sqlite', ADJUSTMENT_COLUMN_VALUES),
+  postgres: sumValues('postgres', ADJUSTMENT_COLUMN_VALUES),
 };
 
 /**

@@ -1,5 +1,6 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { DbOrTrx, Engine } from '../storage/db.js';
+import type { IngestSeq } from '../storage/snapshot.js';
 import { orgEventsBySeq, tailCondition, type TailMark } from '../storage/tail.js';
 import { NUMBER_TEXT, type Dimension, type Metric, type ReportFilters } from './params.js';
 import { KEYED, type Source } from './plan.js';
@@ -105,6 +106,7 @@ function tailMark(source: Extract<Source, { kind: 'tail' }>): TailMark {
 function rawConditions(
   spec: AggregateSpec,
   source: Exclude<Source, { kind: 'rollup' }>,
+  table: RawTable = 'events',
 ): RawBuilder<unknown>[] {
   const { filters } = spec;
   const where: RawBuilder<unknown>[] = [
@@ -116,9 +118,20 @@ function rawConditions(
   if (filters.taskType !== undefined) where.push(sql`task_type = ${filters.taskType}`);
   if (filters.clientId !== undefined) where.push(sql`client_id = ${filters.clientId}`);
   if (filters.outcome !== undefined) where.push(sql`outcome = ${filters.outcome}`);
-  for (const [key, value] of filters.metadata) where.push(metadataMatch(spec.engine, key, value));
+  if (table === 'events') {
+    for (const [key, value] of filters.metadata) where.push(metadataMatch(spec.engine, key, value));
+  } else if (filters.metadata.length > 0) {
+    // An adjustment carries its event's dimensions but not its metadata: the event is read.
+    const matches = filters.metadata.map(([key, value]) => metadataMatch(spec.engine, key, value));
+    where.push(
+      sql`EXISTS (SELECT 1 FROM events AS adjusted WHERE adjusted.org_id = ${spec.orgId} AND adjusted.id = adjustments.event_id AND ${sql.join(matches, sql` AND `)})`,
+    );
+  }
   return where;
 }
+
+/** The tables a raw piece reads: the events, and the adjustments ledger's entries (src/ledger/). */
+type RawTable = 'events' | 'adjustments';
 
 /**
  * The events a raw piece reads, and through which index.
@@ -128,38 +141,83 @@ function rawConditions(
  *   the organisation's events by id to save a sort, reading all of them. (The events have no
  *   index by agent or task type since migration 0014: a filter by either narrows inside the
  *   window.)
+ * The adjustments are read the same way, through their own indexes: the tail by organisation
+ * and `ingest_seq` from their own watermark, a window by organisation and time.
  */
-function rawFrom(spec: AggregateSpec, source: Exclude<Source, { kind: 'rollup' }>): RawBuilder<unknown> {
+function rawFrom(
+  spec: AggregateSpec,
+  source: Exclude<Source, { kind: 'rollup' }>,
+  table: RawTable,
+): RawBuilder<unknown> {
+  if (table === 'adjustments') {
+    const indexed = (index: string) =>
+      spec.engine === 'sqlite' ? sql` INDEXED BY ${sql.raw(index)}` : sql``;
+    if (source.kind !== 'tail') return sql`adjustments${indexed('adjustments_org_occurred')}`;
+    const seq = (value: IngestSeq) =>
+      spec.engine === 'postgres' ? sql`${String(value)}::xid8` : sql`${value}`;
+    const mark =
+      source.adjustWatermark === null
+        ? sql`(SELECT adjust_watermark FROM fold_state WHERE id = ${source.part})`
+        : seq(source.adjustWatermark);
+    return sql`(SELECT * FROM adjustments${indexed('adjustments_org_seq')} WHERE org_id = ${spec.orgId} AND ingest_seq >= ${mark}) AS adjustments`;
+  }
   if (source.kind === 'tail')
     return orgEventsBySeq(spec.engine, spec.orgId, tailCondition(spec.engine, tailMark(source)));
   return spec.engine === 'sqlite' ? sql`events INDEXED BY events_org_occurred` : sql`events`;
 }
 
-function sideQuery(spec: AggregateSpec, source: Source): RawBuilder<unknown> {
-  const groups = spec.groupBy.map((d, i) => sql`${dimension(d, source.kind, spec)} AS ${sql.ref(`g${i}`)}`);
+/** A raw piece of one table: its rows one by one (`each`) or aggregated by group. */
+function rawSide(
+  spec: AggregateSpec,
+  source: Exclude<Source, { kind: 'rollup' }>,
+  table: RawTable,
+  groups: RawBuilder<unknown>[],
+  each: boolean,
+): RawBuilder<unknown> {
+  // Pieces taken away (a week minus its days outside the window, today minus the events
+  // stamped after the window's end) count negatively.
+  const minus = source.sign === -1 ? sql`-` : sql``;
+  const where = sql.join(rawConditions(spec, source, table), sql` AND `);
+  const from = sql`FROM ${rawFrom(spec, source, table)} WHERE ${where}`;
+  const adjustment = table === 'adjustments';
+  // An adjustment counts no event; an event has no review time (adjustments carry it).
+  const values = {
+    events: adjustment ? sql`0` : sql`1`,
+    h: sql`hours_saved_micros`,
+    c: sql`cost_saved_micros`,
+    a: adjustment ? sql`agent_cost_micros` : sql`COALESCE(agent_cost_micros, 0)`,
+    rh: adjustment ? sql`review_hours_micros` : sql`0`,
+    rc: adjustment ? sql`review_cost_micros` : sql`0`,
+  };
+  if (each) {
+    const metrics = sql`${minus}${values.events} AS events, ${minus}${values.h} AS h, ${minus}${values.c} AS c, ${minus}${values.a} AS a, ${minus}${values.rh} AS rh, ${minus}${values.rc} AS rc`;
+    return sql`SELECT ${sql.join([...groups, metrics])} ${from}`;
+  }
   const positions = spec.groupBy.map((_, i) => sql.lit(i + 1));
   // group_by is never empty (parseGroupBy), so there is always something to group by.
   const groupBy = sql` GROUP BY ${sql.join(positions)}`;
+  // Sums of micro-units can pass 2^63 (README "Limits"): PostgreSQL sums bigints into numeric
+  // (as the rollup sums are stored), SQLite through total() (microSum).
+  const sum = (value: RawBuilder<unknown>) => sql`${minus}${microSum(spec.engine, value)}`;
+  const count = adjustment ? sql`0` : sql`${minus}COUNT(*)`;
+  const metrics = sql`${count} AS events, ${sum(values.h)} AS h, ${sum(values.c)} AS c, ${sum(values.a)} AS a, ${sum(values.rh)} AS rh, ${sum(values.rc)} AS rc`;
+  return sql`SELECT ${sql.join([...groups, metrics])} ${from}${groupBy}`;
+}
+
+function sideQuery(spec: AggregateSpec, source: Source): RawBuilder<unknown> {
+  const groups = spec.groupBy.map((d, i) => sql`${dimension(d, source.kind, spec)} AS ${sql.ref(`g${i}`)}`);
   // Pieces taken away (a week minus its days outside the window, today minus the events
   // stamped after the window's end) count negatively.
   const minus = source.sign === -1 ? sql`-` : sql``;
   if (source.kind !== 'rollup') {
-    const where = sql.join(rawConditions(spec, source), sql` AND `);
-    const from = sql`FROM ${rawFrom(spec, source)} WHERE ${where}`;
     const keyed = spec.groupBy.filter((d) => KEYED.includes(d)).length;
-    if (keyed >= 2 && spec.sources.some((s) => s.kind === 'rollup')) {
-      // An edge of a window the rollups answer, grouped by two or three keys: its few thousand
-      // events rarely share a group, so they go into the outer GROUP BY one by one, like rollup
-      // rows, instead of through an aggregate of their own. By one key they fall into a few
-      // hundred groups, and aggregating them first is cheaper.
-      const metrics = sql`${minus}1 AS events, ${minus}hours_saved_micros AS h, ${minus}cost_saved_micros AS c, ${minus}COALESCE(agent_cost_micros, 0) AS a`;
-      return sql`SELECT ${sql.join([...groups, metrics])} ${from}`;
-    }
-    // Sums of micro-units can pass 2^63 (README "Limits"): PostgreSQL sums bigints into numeric
-    // (as the rollup sums are stored), SQLite through total() (microSum).
-    const sum = (value: RawBuilder<unknown>) => sql`${minus}${microSum(spec.engine, value)}`;
-    const metrics = sql`${minus}COUNT(*) AS events, ${sum(sql`hours_saved_micros`)} AS h, ${sum(sql`cost_saved_micros`)} AS c, ${sum(sql`COALESCE(agent_cost_micros, 0)`)} AS a`;
-    return sql`SELECT ${sql.join([...groups, metrics])} ${from}${groupBy}`;
+    // An edge of a window the rollups answer, grouped by two or three keys: its few thousand
+    // events rarely share a group, so they go into the outer GROUP BY one by one, like rollup
+    // rows, instead of through an aggregate of their own. By one key they fall into a few
+    // hundred groups, and aggregating them first is cheaper.
+    const each = keyed >= 2 && spec.sources.some((s) => s.kind === 'rollup');
+    // The events, then the adjustments of the same piece: rollup rows hold both.
+    return sql`${rawSide(spec, source, 'events', groups, each)} UNION ALL ${rawSide(spec, source, 'adjustments', groups, each)}`;
   }
   // The key's order: the grain's rows of one bucket are one range of days.
   const { filters } = spec;
@@ -176,10 +234,10 @@ function sideQuery(spec: AggregateSpec, source: Source): RawBuilder<unknown> {
   // Rollup rows go into the outer GROUP BY as they are: one merge of all rows instead of an
   // aggregate per piece and another of their groups.
   // Every row holds the sums of all its events and of each outcome's (rollups.ts).
-  const [events, h, c, a] = SUMS.map((sum) => sql.ref(sumColumn(sum, filters.outcome)));
+  const [events, h, c, a, rh, rc] = SUMS.map((sum) => sql.ref(sumColumn(sum, filters.outcome)));
   // A row without an event of the filtered outcome adds nothing: it stays out of the merge.
   if (filters.outcome !== undefined) where.push(sql`${events} <> 0`);
-  const values = sql`${minus}${events} AS events, ${minus}${h} AS h, ${minus}${c} AS c, ${minus}${a} AS a`;
+  const values = sql`${minus}${events} AS events, ${minus}${h} AS h, ${minus}${c} AS c, ${minus}${a} AS a, ${minus}${rh} AS rh, ${minus}${rc} AS rc`;
   return sql`SELECT ${sql.join([...groups, values])} FROM report_rollups WHERE ${sql.join(where, sql` AND `)}`;
 }
 
@@ -226,7 +284,7 @@ const TEXT_DIMENSIONS: readonly Dimension[] = ['agent', 'task_type', 'client', '
  * client last; order.ts sorts the same way), with
  * the number of groups before `top` alongside every row. Its columns, in this order: the group
  * values g0…gN in group_by order (time buckets as epoch-day numbers or 'YYYY-MM'), events, h, c,
- * a (micro-unit sums), then total_groups when asked for. Callers read the rows as arrays.
+ * a, rh, rc (micro-unit sums; rh and rc the review hours and cost), then total_groups when asked for. Callers read the rows as arrays.
  */
 export function aggregateQuery(db: DbOrTrx, spec: AggregateSpec) {
   const union = sql.join(
@@ -248,6 +306,8 @@ export function aggregateQuery(db: DbOrTrx, spec: AggregateSpec) {
       metric.hours_saved.as('h'),
       metric.cost_saved.as('c'),
       metric.agent_cost.as('a'),
+      microSum(spec.engine, sql.ref('u.rh')).as('rh'),
+      microSum(spec.engine, sql.ref('u.rc')).as('rc'),
     ])
     // A group whose events were all taken away again (they lie outside the window), or whose
     // rollup rows hold no event of the filtered outcome, is no group.

@@ -1,7 +1,16 @@
 import { GROUP_KEY, type Dimension } from './params.js';
 import type { ReportRow } from './report.js';
 
-export const METRIC_COLUMNS = ['events', 'hours_saved', 'cost_saved', 'agent_cost', 'net_saved'] as const;
+/** The spec's metrics, then the review columns (src/ledger/) after them. */
+export const METRIC_COLUMNS = [
+  'events',
+  'hours_saved',
+  'cost_saved',
+  'agent_cost',
+  'net_saved',
+  'review_hours',
+  'review_cost',
+] as const;
 
 // A spreadsheet runs a cell that starts like a formula; a leading ' makes it plain text.
 const FORMULA_START = /^[=+\-@\t\r]/;

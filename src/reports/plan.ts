@@ -31,6 +31,11 @@ export type Source =
       part: FoldPartId;
       /** With a null watermark: one of the part read earlier, or null (storage/tail.ts TailMark). */
       floor: IngestSeq | null;
+      /**
+       * The adjustments' watermark of the part (src/ledger/): the adjustments at or after it are
+       * their tail; null: read in the report's own statement, as `watermark`.
+       */
+      adjustWatermark: IngestSeq | null;
     };
 
 /** The dimensions the rollups key by; the others are time. */
@@ -249,6 +254,7 @@ export function planSources(
     forceRaw?: boolean;
     watermark?: IngestSeq | null;
     floor?: IngestSeq;
+    adjustWatermark?: IngestSeq | null;
     coarseThrough?: number;
     monthsThrough?: number;
   } = {},
@@ -284,6 +290,7 @@ export function planSources(
       watermark: options.watermark,
       part: foldPartOf(grain),
       floor: options.floor ?? null,
+      adjustWatermark: options.adjustWatermark ?? null,
     });
   }
   if (fromDay * DAY_MS < from) sources.push({ kind: 'raw', from: fromDay * DAY_MS, to: from, sign: -1 });

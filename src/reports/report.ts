@@ -18,6 +18,9 @@ export interface ReportRow {
   cost_saved: number;
   agent_cost: number;
   net_saved: number;
+  /** Review time and its cost, from the adjustments of reviews (src/ledger/). */
+  review_hours: number;
+  review_cost: number;
 }
 
 export interface ReportMeta {
@@ -50,7 +53,8 @@ function groupValue(dim: Dimension, value: string | number | null | undefined): 
 
 /**
  * One aggregated row as the database returns it (aggregate-sql.ts): the group values in
- * group_by order, then events, hours, cost saved and agent cost in micro-units. Money and hours
+ * group_by order, then events, hours, cost saved, agent cost, review hours and review cost in
+ * micro-units. Money and hours
  * are exact micro-unit sums, shown with at most 6 decimals; net is computed in micros.
  */
 export function toReportRow(groupBy: readonly Dimension[], row: readonly unknown[]): ReportRow {
@@ -69,6 +73,8 @@ export function toReportRow(groupBy: readonly Dimension[], row: readonly unknown
     cost_saved: fromMicros(cost),
     agent_cost: fromMicros(agentCost),
     net_saved: fromMicros(cost - agentCost),
+    review_hours: fromMicros(Number(row[n + 4])),
+    review_cost: fromMicros(Number(row[n + 5])),
   };
 }
 
@@ -96,9 +102,11 @@ export interface ReportOptions {
 }
 
 /** The folding stage's state a report is planned with (snapshot.ts readFoldState). */
-type FoldView = Omit<FoldState, 'watermark'> & {
+type FoldView = Omit<FoldState, 'watermark' | 'adjustWatermark'> & {
   /** Read in the snapshot the query will run in, or null for the query to read it itself. */
   watermark: IngestSeq | null;
+  /** The adjustments' watermark likewise (null with a null `watermark`). */
+  adjustWatermark: IngestSeq | null;
   /** With a null watermark: one read before, which the query's is never below (storage/tail.ts). */
   floor?: IngestSeq;
 };
@@ -206,7 +214,7 @@ export async function* streamReport({
       { ...ctx, db },
       input,
       {},
-      { watermark: null, floor: watermark, coarseThrough, monthsThrough },
+      { watermark: null, adjustWatermark: null, floor: watermark, coarseThrough, monthsThrough },
     );
     return query(false, true);
   });

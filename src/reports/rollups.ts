@@ -113,8 +113,18 @@ export function bucketAround(bucket: Bucket, day: number): [number, number] {
   return [Math.max(monday, monthFrom), Math.min(monday + 7, monthTo)];
 }
 
-/** The sums a rollup row keeps, each over every outcome and over each outcome's events. */
-export const SUMS = ['events', 'hours_saved_micros', 'cost_saved_micros', 'agent_cost_micros'] as const;
+/**
+ * The sums a rollup row keeps, each over every outcome and over each outcome's events. Review
+ * hours and review cost come from adjustments only (src/ledger/): events add 0 to them.
+ */
+export const SUMS = [
+  'events',
+  'hours_saved_micros',
+  'cost_saved_micros',
+  'agent_cost_micros',
+  'review_hours_micros',
+  'review_cost_micros',
+] as const;
 type Sum = (typeof SUMS)[number];
 
 type SumColumn = Sum | `${Outcome}_${Sum}`;

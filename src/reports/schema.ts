@@ -51,6 +51,8 @@ const metricFields = {
   cost_saved: Type.Number(),
   agent_cost: Type.Number(),
   net_saved: Type.Number(),
+  review_hours: Type.Number({ description: 'Hours people spent reviewing the events (measured reviews)' }),
+  review_cost: Type.Number({ description: "What that review time cost at the events' hourly rates" }),
 };
 const Group = Type.Record(Type.String(), Type.Union([Type.String(), Type.Null()]));
 

@@ -111,6 +111,8 @@ export interface FoldStateTable {
   coarse_through: number;
   /** The first day whose events the month rows do not hold (rollups.ts monthsThroughAt). */
   months_through: number;
+  /** Adjustments with `ingest_seq >= adjust_watermark` are the adjustments' tail (migration 0060). */
+  adjust_watermark: string | number;
 }
 
 export interface IdempotencyKeysTable {
@@ -169,6 +171,95 @@ export interface ReportRollupsTable {
   failure_hours_saved_micros: number;
   failure_cost_saved_micros: number;
   failure_agent_cost_micros: number;
+  /** Review time and its cost (migration 0060): adjustments only, events add 0. */
+  review_hours_micros: number;
+  review_cost_micros: number;
+  success_review_hours_micros: number;
+  success_review_cost_micros: number;
+  needs_review_review_hours_micros: number;
+  needs_review_review_cost_micros: number;
+  failure_review_hours_micros: number;
+  failure_review_cost_micros: number;
+}
+
+/** A signed delta of an event's figures (migration 0060, src/ledger/). */
+export interface AdjustmentsTable {
+  id: string;
+  org_id: string;
+  event_id: string;
+  /** 'review' or 'restatement', and the id of the review or restatement. */
+  cause: string;
+  cause_id: string;
+  agent_id: string;
+  task_type: string;
+  outcome: string;
+  client_id: string | null;
+  occurred_at: number;
+  hours_saved_micros: number;
+  cost_saved_micros: number;
+  agent_cost_micros: number;
+  review_hours_micros: number;
+  review_cost_micros: number;
+  /** The baseline and hourly rate in force after this entry, when it changed them. */
+  baseline_minutes: number | null;
+  hourly_rate_micros: number | null;
+  created_at: number;
+  /** Commit order, as events' (xid8 on PostgreSQL, given by the writer on SQLite). */
+  ingest_seq: Generated<string | number>;
+}
+
+export interface ReviewsTable {
+  id: string;
+  org_id: string;
+  event_id: string;
+  /** 1 for an event's first review, 2 for the next, … (the last is in force). */
+  number: number;
+  review_minutes: number;
+  verdict: string;
+  reviewer: string | null;
+  note: string | null;
+  idempotency_key: string | null;
+  actor_key_id: string | null;
+  /** The figures the review set. */
+  hours_saved_micros: number;
+  cost_saved_micros: number;
+  review_hours_micros: number;
+  review_cost_micros: number;
+  created_at: number;
+}
+
+export interface RestatementsTable {
+  id: string;
+  org_id: string;
+  reason: string;
+  /** 'staging', 'applied' or 'abandoned'. */
+  status: string;
+  events_seen: number;
+  events_adjusted: number;
+  /** The last event id staged (the walk resumes after it). */
+  cursor: string | null;
+  created_at: number;
+  applied_at: number | null;
+}
+
+export interface RestatementStagingTable {
+  restatement_id: string;
+  event_id: string;
+  org_id: string;
+  agent_id: string;
+  task_type: string;
+  outcome: string;
+  client_id: string | null;
+  occurred_at: number;
+  hours_saved_micros: number;
+  cost_saved_micros: number;
+  agent_cost_micros: number;
+  review_hours_micros: number;
+  review_cost_micros: number;
+  baseline_minutes: number | null;
+  hourly_rate_micros: number | null;
+  /** How many adjustments the event had when its entry was staged. */
+  based_on: number;
 }
 
 export interface WebhooksTable {
@@ -548,6 +639,10 @@ export interface Database {
   usage_monthly: UsageMonthlyTable;
   agents: AgentsTable;
   report_rollups: ReportRollupsTable;
+  adjustments: AdjustmentsTable;
+  reviews: ReviewsTable;
+  restatements: RestatementsTable;
+  restatement_staging: RestatementStagingTable;
   webhooks: WebhooksTable;
   webhook_subscription_versions: WebhookSubscriptionVersionsTable;
   webhook_messages: WebhookMessagesTable;
@@ -597,3 +692,6 @@ export type AccountRow = Selectable<AccountsTable>;
 export type MembershipRow = Selectable<MembershipsTable>;
 export type InvitationRow = Selectable<InvitationsTable>;
 export type SsoConnectionRow = Selectable<SsoConnectionsTable>;
+export type AdjustmentRow = Selectable<AdjustmentsTable>;
+export type ReviewRow = Selectable<ReviewsTable>;
+export type RestatementRow = Selectable<RestatementsTable>;

@@ -12,6 +12,8 @@ export type IngestSeq = string | number;
  */
 export interface FoldState {
   watermark: IngestSeq;
+  /** The adjustments' watermark (src/ledger/): those at or after it are their tail. */
+  adjustWatermark: IngestSeq;
   coarseThrough: number;
   monthsThrough: number;
 }
@@ -73,7 +75,7 @@ function inPostgresSnapshot<T>(
 ): Promise<T> {
   const open = [
     ...(options.serial ? ['SET LOCAL max_parallel_workers_per_gather = 0'] : []),
-    `SELECT watermark, coarse_through, months_through FROM fold_state WHERE id = ${partId(options.part)}`,
+    `SELECT watermark, coarse_through, months_through, adjust_watermark FROM fold_state WHERE id = ${partId(options.part)}`,
   ];
   return new Promise<T>((resolve, reject) => {
     db.transaction()
@@ -105,7 +107,7 @@ function partId(part = 1): number {
 export async function readFoldState(db: DbOrTrx, part = 1): Promise<FoldState> {
   const row = await db
     .selectFrom('fold_state')
-    .select(['watermark', 'coarse_through', 'months_through'])
+    .select(['watermark', 'coarse_through', 'months_through', 'adjust_watermark'])
     .where('id', '=', partId(part))
     .executeTakeFirst();
   return foldStateOf(row);
@@ -125,11 +127,17 @@ export async function lowestWatermark(db: DbOrTrx): Promise<IngestSeq> {
   return row?.watermark ?? 0;
 }
 
-type FoldStateRow = { watermark: IngestSeq; coarse_through: unknown; months_through: unknown };
+type FoldStateRow = {
+  watermark: IngestSeq;
+  coarse_through: unknown;
+  months_through: unknown;
+  adjust_watermark: IngestSeq;
+};
 
 function foldStateOf(row: FoldStateRow | undefined): FoldState {
   return {
     watermark: row?.watermark ?? 0,
+    adjustWatermark: row?.adjust_watermark ?? 0,
     coarseThrough: Number(row?.coarse_through ?? 0),
     monthsThrough: Number(row?.months_through ?? 0),
   };

@@ -58,6 +58,8 @@ export interface ListEventsInput {
   /** The dashboard's extra filters (DESIGN §10). */
   clientId?: string;
   outcome?: string;
+  /** Events awaiting review: `needs_review` without a review (src/ledger/). */
+  awaitingReview?: boolean;
   limit: number;
   cursor?: string;
 }
@@ -83,6 +85,19 @@ export async function listEvents({ ctx, input }: { ctx: OrgCtx; input: ListEvent
   if (input.taskType !== undefined) query = query.where('task_type', '=', input.taskType);
   if (input.clientId !== undefined) query = query.where('client_id', '=', input.clientId);
   if (input.outcome !== undefined) query = query.where('outcome', '=', input.outcome);
+  if (input.awaitingReview === true)
+    query = query
+      .where('outcome', '=', 'needs_review')
+      .where(({ not, exists, selectFrom }) =>
+        not(
+          exists(
+            selectFrom('reviews')
+              .select('reviews.id')
+              .whereRef('reviews.event_id', '=', 'events.id')
+              .where('reviews.org_id', '=', ctx.org.id),
+          ),
+        ),
+      );
   if (input.cursor !== undefined) query = query.where('id', '<', input.cursor);
   const rows = await query
     .orderBy('id', 'desc')

@@ -23,6 +23,9 @@ const EventsQuery = Type.Object(
   {
     agent_id: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
     task_type: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    awaiting_review: Type.Optional(
+      Type.Boolean({ description: 'true: only needs_review events without a review yet' }),
+    ),
     ...ListQueryFields,
   },
   { additionalProperties: false },
@@ -156,7 +159,13 @@ export function registerTrackingRoutes(app: FastifyInstance): void {
       const q = request.query;
       return listEvents({
         ctx: orgCtx(app, request),
-        input: { agentId: q.agent_id, taskType: q.task_type, limit: q.limit, cursor: q.cursor },
+        input: {
+          agentId: q.agent_id,
+          taskType: q.task_type,
+          awaitingReview: q.awaiting_review,
+          limit: q.limit,
+          cursor: q.cursor,
+        },
       });
     },
   );

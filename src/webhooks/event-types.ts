@@ -11,6 +11,7 @@ export const SUBSCRIBABLE_EVENT_TYPES = [
   'budget.threshold_crossed',
   'budget.forecast_exceeded',
   'usage.threshold_crossed',
+  'event.reviewed',
   'figures.restated',
 ] as const;
 export type SubscribableEventType = (typeof SUBSCRIBABLE_EVENT_TYPES)[number];

@@ -150,6 +150,41 @@ describe('the TypeScript client against tally serve', () => {
     expect(await tally.events.get(event.event_id)).toEqual(event);
   });
 
+  it('records a review with a key (replayed once), and reads the event’s ledger and reviews', async () => {
+    const event = await tally.track({
+      ...TRACK,
+      agent_id: 'reviewed',
+      outcome: 'needs_review',
+      human_baseline_minutes: 60,
+    });
+    const first = await tally.review(
+      event.event_id,
+      { review_minutes: 15, verdict: 'accepted', reviewer: 'ana' },
+      { idempotencyKey: 'rev-1' },
+    );
+    const again = await tally.review(
+      event.event_id,
+      { review_minutes: 15, verdict: 'accepted', reviewer: 'ana' },
+      { idempotencyKey: 'rev-1' },
+    );
+    expect(again.review.id).toBe(first.review.id);
+    expect(first.event.current.hours_saved).toBe(0.75);
+    expect(first.event.current.review_hours).toBe(0.25);
+    const rejected = await tally.review(event.event_id, { review_minutes: 30, verdict: 'rejected' });
+    expect(rejected.event.current.hours_saved).toBe(-0.5);
+    const ledger = await tally.events.adjustments(event.event_id);
+    expect(ledger.original.hours_saved).toBe(0.5);
+    expect(ledger.data.map((a) => a.hours_saved)).toEqual([0.25, -1.25]);
+    expect((await tally.events.reviews(event.event_id)).data.map((r) => r.verdict)).toEqual([
+      'accepted',
+      'rejected',
+    ]);
+    const refused = await tally
+      .review(event.event_id, { review_minutes: -1, verdict: 'accepted' })
+      .catch((x: TallyError) => x);
+    expect(refused).toMatchObject({ code: 'validation_error', status: 422 });
+  });
+
   it('throws one typed error with code, status, message, request id and details', async () => {
     const error = await tally.track({ ...TRACK, outcome: 'great' as 'success' }).then(
       () => null,

@@ -89,6 +89,8 @@ describe.each(ENGINES)('dashboard figures against the API (%s)', (engine) => {
         money(r.cost_saved, 'EUR'),
         money(r.agent_cost, 'EUR'),
         money(r.net_saved, 'EUR'),
+        hours(r.review_hours),
+        money(r.review_cost, 'EUR'),
       ]),
     );
   });

@@ -125,7 +125,8 @@ export async function rollupsAndEvents(
 
   // Column names from the fixed lists above, never input.
   const sums = SUM_SOURCES.map(({ column, outcome, sum }) => {
-    const value = sum === 'events' ? '1' : `COALESCE(${sum}, 0)`;
+    // Events add nothing to the review sums (adjustments do: src/ledger/).
+    const value = sum === 'events' ? '1' : sum.startsWith('review_') ? '0' : `COALESCE(${sum}, 0)`;
     const when = outcome === undefined ? value : `CASE WHEN outcome = '${outcome}' THEN ${value} ELSE 0 END`;
     return sql.raw(`SUM(${when}) AS ${column}`);
   });

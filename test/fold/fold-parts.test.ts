@@ -118,9 +118,9 @@ describe.each(ENGINES)('fold parts with their own watermarks (%s)', (engine) => 
       expect(one.coarseThrough).toBeGreaterThan(two.coarseThrough);
       await expectExact(ctx);
       await foldOnce(h.ctx, { parts: [2] });
-      // (On PostgreSQL each watermark is the snapshot's xmin at its part's pass.)
-      const { watermark: _1, ...closedOne } = await readFoldState(h.ctx.db, 1);
-      const { watermark: _2, ...closedTwo } = await readFoldState(h.ctx.db, 2);
+      // (On PostgreSQL each watermark, the adjustments' too, is the snapshot's xmin at its part's pass.)
+      const { watermark: _1, adjustWatermark: _a1, ...closedOne } = await readFoldState(h.ctx.db, 1);
+      const { watermark: _2, adjustWatermark: _a2, ...closedTwo } = await readFoldState(h.ctx.db, 2);
       expect(closedTwo).toEqual(closedOne);
       await expectExact(ctx);
     } finally {
@@ -170,7 +170,11 @@ describe.each(ENGINES)('fold parts with their own watermarks (%s)', (engine) => 
     await sql`DELETE FROM fold_state WHERE id = 2`.execute(h.ctx.db);
     await sql`DELETE FROM tally_migrations WHERE name = '2026_11_25_0016_fold_parts'`.execute(h.ctx.db);
     expect(await migrateToLatest(h.ctx.db)).toEqual(['2026_11_25_0016_fold_parts']);
-    expect(await readFoldState(h.ctx.db, 2)).toEqual(await readFoldState(h.ctx.db, 1));
+    // Migration 0016, run again after 0060, leaves part 2 the adjustments' first watermark (the
+    // test has no adjustments).
+    const { adjustWatermark: _a2, ...two } = await readFoldState(h.ctx.db, 2);
+    const { adjustWatermark: _a1, ...one } = await readFoldState(h.ctx.db, 1);
+    expect(two).toEqual(one);
     expect((await tailState(h.ctx.db, h.ctx.engine)).events).toBe(10);
     await expectExact(ctx);
     await foldAll(h.ctx);

@@ -155,6 +155,38 @@ describe('the OpenAPI document', () => {
       (await call('/v1/events/{event_id}', { method: 'GET', url: '/v1/events/evt_nope' })).statusCode,
     ).toBe(404);
 
+    // Reviews and the adjustments ledger (a second later: each key's rate is per second)
+    h.clock.advance(1000);
+    const review = '/v1/events/{event_id}/review';
+    const reviewUrl = `/v1/events/${event.event_id}/review`;
+    expect(
+      (
+        await call(review, {
+          method: 'POST',
+          url: reviewUrl,
+          payload: { review_minutes: 5, verdict: 'accepted' },
+        })
+      ).statusCode,
+    ).toBe(201);
+    expect(
+      (
+        await call(review, {
+          method: 'POST',
+          url: reviewUrl,
+          payload: { review_minutes: -1, verdict: 'accepted' },
+        })
+      ).statusCode,
+    ).toBe(422);
+    for (const [path, tail] of [
+      ['/v1/events/{event_id}/adjustments', 'adjustments'],
+      ['/v1/events/{event_id}/reviews', 'reviews'],
+    ] as const) {
+      expect(
+        (await call(path, { method: 'GET', url: `/v1/events/${event.event_id}/${tail}` })).statusCode,
+      ).toBe(200);
+      expect((await call(path, { method: 'GET', url: `/v1/events/evt_nope/${tail}` })).statusCode).toBe(404);
+    }
+
     // Task types and the audit log
     expect((await call('/v1/task-types', { method: 'GET', url: '/v1/task-types' })).statusCode).toBe(200);
     expect(

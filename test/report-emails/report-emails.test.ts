@@ -132,11 +132,13 @@ describe.each(ENGINES)('scheduled report e-mails over SMTP (%s)', (engine) => {
       'cost_saved',
       'agent_cost',
       'net_saved',
+      'review_hours',
+      'review_cost',
     ]);
     expect(rows.slice(1)).toEqual([
-      ['support-bot', 'support_ticket_reply', '2', '2', '100', '10', '90'],
-      ['support-bot', 'ops_invoice_processing', '1', '1', '50', '5', '45'],
-      ['<b>-agent', 'support_ticket_reply', '1', '1', '50', '20', '30'],
+      ['support-bot', 'support_ticket_reply', '2', '2', '100', '10', '90', '0', '0'],
+      ['support-bot', 'ops_invoice_processing', '1', '1', '50', '5', '45', '0', '0'],
+      ['<b>-agent', 'support_ticket_reply', '1', '1', '50', '20', '30', '0', '0'],
     ]);
 
     // Again, and from a second scheduler at once: nobody gets the week twice.

@@ -7,7 +7,15 @@ import { unlimited } from './unlimited.js';
 
 const NOW = Date.parse('2026-11-20T12:00:00.000Z');
 const HOSTILE = ['=SUM(A1:A9)', '+1', '-2', '@cmd', '\tlead', '\rcr', 'a,"quoted"\r\nline', 'plain é ✓'];
-const METRICS = ['events', 'hours_saved', 'cost_saved', 'agent_cost', 'net_saved'] as const;
+const METRICS = [
+  'events',
+  'hours_saved',
+  'cost_saved',
+  'agent_cost',
+  'net_saved',
+  'review_hours',
+  'review_cost',
+] as const;
 
 function neutral(text: string | null): string {
   if (text === null) return '';

@@ -21,6 +21,65 @@ import { ENGINES } from '../support/engines.js';
 import { createHarness, pausedStageOptions, type Harness } from '../support/harness.js';
 import { DAY, expectedRows, NOW, PERIODS, type Dim, windowFrom } from './reference.js';
 import { seed, type SeedEvent } from './seed.js';
+import { applyRestatement } from '../../src/ledger/restatement.js';
+import { recordReview } from '../../src/ledger/review.js';
+import { baselineRepricer } from '../ledger/repricer.js';
+import type { RefEvent } from './reference.js';
+
+/** round(n / d) half away from zero, for integers (BigInt, exact). */
+function roundDiv(n: bigint, d: bigint): bigint {
+  const q = (2n * (n < 0n ? -n : n) + d) / (2n * d);
+  return n < 0n ? -q : q;
+}
+
+/**
+ * The figures of a reviewed event, recomputed from docs/figures.md: minutes saved = baseline −
+ * review minutes (accepted, corrected) or − review minutes (rejected), each in micro-minutes;
+ * hours = that / 60 and review hours = review minutes / 60, cost = hours × rate, each rounded once.
+ */
+function reviewed(e: RefEvent, minutes: number, verdict: 'accepted' | 'corrected' | 'rejected'): RefEvent {
+  const micro = (v: number) => BigInt(Math.round(v * 1e6));
+  const rate = micro(e.resolved_hourly_rate);
+  const saved = (verdict === 'rejected' ? 0n : micro(e.resolved_baseline_minutes)) - micro(minutes);
+  const hours = roundDiv(saved, 60n);
+  const reviewHours = roundDiv(micro(minutes), 60n);
+  const cost = roundDiv(hours * rate, 1_000_000n);
+  const reviewCost = roundDiv(reviewHours * rate, 1_000_000n);
+  const agentCost = e.agent_cost ?? 0;
+  return {
+    ...e,
+    hours_saved: Number(hours) / 1e6,
+    cost_saved: Number(cost) / 1e6,
+    net_saved: (Number(cost) - Math.round(agentCost * 1e6)) / 1e6,
+    review_hours: Number(reviewHours) / 1e6,
+    review_cost: Number(reviewCost) / 1e6,
+  };
+}
+
+/**
+ * An event not reviewed, priced again at another baseline (a restatement): hours = baseline ×
+ * the outcome's default credit / 60, cost = hours × rate, each rounded once (DESIGN §4).
+ */
+function credited(e: RefEvent, baseline: number): RefEvent {
+  const micro = (v: number) => BigInt(Math.round(v * 1e6));
+  const credit = { success: 1_000_000n, needs_review: 500_000n, failure: 0n }[e.outcome] ?? 0n;
+  const hours = roundDiv(micro(baseline) * credit, 60_000_000n);
+  const cost = roundDiv(hours * micro(e.resolved_hourly_rate), 1_000_000n);
+  return {
+    ...e,
+    resolved_baseline_minutes: baseline,
+    hours_saved: Number(hours) / 1e6,
+    cost_saved: Number(cost) / 1e6,
+    net_saved: (Number(cost) - Math.round((e.agent_cost ?? 0) * 1e6)) / 1e6,
+  };
+}
+
+const reviewArb = fc.record({
+  // Which event so far (modulo their number), how long, which verdict.
+  pick: fc.nat(),
+  minutes: fc.oneof(fc.integer({ min: 0, max: 600 }), fc.double({ min: 0, max: 600, noNaN: true })),
+  verdict: fc.constantFrom('accepted' as const, 'corrected' as const, 'rejected' as const),
+});
 
 const eventArb: fc.Arbitrary<SeedEvent> = fc.record({
   agent: fc.constantFrom('a', 'b', 'c'),
@@ -81,7 +140,8 @@ async function reopenPartDays(db: Db, part: FoldPartId, from: number): Promise<v
 }
 
 /**
- * Events go in in steps; after each step the folding stage folds nothing, part of the tail (a
+ * Events, reviews of them and restatements (adjustments, src/ledger/) go in in steps; after each step the
+ * folding stage folds nothing, part of the tail (a
  * random number of events) or all of it, into every fold part or into one, with its events' week
  * and month rows or leaving them to their day rows, on a clock that closes random weeks (a step
  * of them per pass). Whatever it
@@ -101,6 +161,12 @@ describe.each(ENGINES)('reports at random fold points (%s)', (engine) => {
         fc.array(
           fc.record({
             events: fc.array(eventArb, { maxLength: 8 }),
+            // Reviews of events tracked so far (a second review of an event replaces the first).
+            reviews: fc.array(reviewArb, { maxLength: 3 }),
+            // A restatement: the baseline of dev_bug_fix becomes this many minutes (src/ledger/),
+            // applied in batches of `restateBatch` events.
+            restate: fc.option(fc.integer({ min: 1, max: 240 }), { nil: null }),
+            restateBatch: fc.integer({ min: 1, max: 5 }),
             fold: fc.constantFrom('none', 'some', 'all'),
             limit: fc.integer({ min: 1, max: 6 }),
             // Rollups built in the service, or folded in SQL.
@@ -139,10 +205,47 @@ describe.each(ENGINES)('reports at random fold points (%s)', (engine) => {
           await reopenDays(h.ctx.db, Math.floor(NOW / DAY) - monthsDaysBefore);
           const org = await h.createOrg({ plan: 'pro' });
           const ctx = await h.orgCtx(org);
-          const events = [];
+          const events: RefEvent[] = [];
+          const reviews = new Map<
+            string,
+            { minutes: number; verdict: 'accepted' | 'corrected' | 'rejected' }
+          >();
+          let restatements = 0;
           for (const step of steps) {
             h.clock.set(new Date(NOW));
             events.push(...(await seed(ctx, step.events)));
+            for (const r of step.reviews) {
+              if (events.length === 0) break;
+              const i = r.pick % events.length;
+              const e = events[i] as RefEvent;
+              await recordReview({
+                ctx,
+                eventId: e.event_id,
+                input: { review_minutes: r.minutes, verdict: r.verdict },
+                idempotencyKey: null,
+              });
+              events[i] = reviewed(e, r.minutes, r.verdict);
+              reviews.set(e.event_id, { minutes: r.minutes, verdict: r.verdict });
+            }
+            if (step.restate !== null) {
+              const minutes = step.restate;
+              await applyRestatement(ctx, {
+                restatementId: `rst_${org.id}_${restatements++}`,
+                orgId: org.id,
+                reason: 'property',
+                reprice: baselineRepricer('dev_bug_fix', minutes),
+                batch: step.restateBatch,
+              });
+              for (let i = 0; i < events.length; i++) {
+                const e = events[i] as RefEvent;
+                if (e.task_type !== 'dev_bug_fix' || e.resolved_baseline_minutes === minutes) continue;
+                const review = reviews.get(e.event_id);
+                events[i] =
+                  review === undefined
+                    ? credited(e, minutes)
+                    : reviewed({ ...e, resolved_baseline_minutes: minutes }, review.minutes, review.verdict);
+              }
+            }
             const { sqlFrom, parts, defer } = step;
             h.clock.set(new Date(NOW - step.foldDaysBefore * DAY));
             if (step.fold === 'some') await foldOnce(h.ctx, { limit: step.limit, sqlFrom, parts, defer });

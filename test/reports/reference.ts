@@ -57,7 +57,12 @@ export interface RefRow {
   cost_saved: number;
   agent_cost: number;
   net_saved: number;
+  review_hours: number;
+  review_cost: number;
 }
+
+/** An event with, after reviews or restatements, its current figures and review time. */
+export type RefEvent = StoredEvent & { review_hours?: number; review_cost?: number };
 
 function compareGroups(a: (string | null)[], b: (string | null)[]): number {
   for (let i = 0; i < a.length; i++) {
@@ -73,20 +78,25 @@ function compareGroups(a: (string | null)[], b: (string | null)[]): number {
 
 /** Expected rows: events with from ≤ occurred_at ≤ to, grouped, sorted like DESIGN §7. */
 export function expectedRows(
-  events: readonly StoredEvent[],
+  events: readonly RefEvent[],
   options: { groupBy: Dim[]; from: number; to: number; sort: SortMetric; top?: number },
 ): { rows: RefRow[]; totalGroups: number } {
-  const groups = new Map<string, { values: (string | null)[]; n: number; h: number; c: number; a: number }>();
+  const groups = new Map<
+    string,
+    { values: (string | null)[]; n: number; h: number; c: number; a: number; rh: number; rc: number }
+  >();
   for (const e of events) {
     const t = Date.parse(e.occurred_at);
     if (t < options.from || t > options.to) continue;
     const values = options.groupBy.map((d) => valueOf(d, e));
     const id = JSON.stringify(values);
-    const g = groups.get(id) ?? { values, n: 0, h: 0, c: 0, a: 0 };
+    const g = groups.get(id) ?? { values, n: 0, h: 0, c: 0, a: 0, rh: 0, rc: 0 };
     g.n += 1;
     g.h += micros(e.hours_saved);
     g.c += micros(e.cost_saved);
     g.a += micros(e.agent_cost);
+    g.rh += micros(e.review_hours ?? 0);
+    g.rc += micros(e.review_cost ?? 0);
     groups.set(id, g);
   }
   const metric = (g: { n: number; h: number; c: number; a: number }) =>
@@ -101,6 +111,8 @@ export function expectedRows(
     cost_saved: g.c / 1e6,
     agent_cost: g.a / 1e6,
     net_saved: (g.c - g.a) / 1e6,
+    review_hours: g.rh / 1e6,
+    review_cost: g.rc / 1e6,
   }));
   return { rows, totalGroups: groups.size };
 }

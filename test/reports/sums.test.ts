@@ -203,6 +203,8 @@ describe.each(ENGINES)('report rows are exact sums of tracked events (%s)', (eng
       cost_saved: 75,
       agent_cost: 0.1,
       net_saved: 74.9,
+      review_hours: 0,
+      review_cost: 0,
     });
     for (const row of after.rows) {
       expect(Math.round(row.net_saved * 1e6)).toBe(

@@ -7,7 +7,7 @@ import { getUsage } from '../../src/billing/usage.js';
 import { createOrganization, getOrganization } from '../../src/orgs/organizations.js';
 import type { Dimension, ReportInput } from '../../src/reports/params.js';
 import { buildReport } from '../../src/reports/report.js';
-import { coarseThroughAt, recordRollups } from '../../src/reports/rollups.js';
+import { coarseThroughAt, rollupDeltas } from '../../src/reports/rollups.js';
 import { readFoldState } from '../../src/storage/snapshot.js';
 import { migrateToLatest, type Db, type Engine, type Storage } from '../../src/storage/db.js';
 import type { EventRow } from '../../src/storage/schema.js';
@@ -61,7 +61,17 @@ async function seedOldData(db: Db): Promise<number> {
   });
   await db.transaction().execute(async (trx) => {
     await trx.insertInto('events').values(rows).execute();
-    await recordRollups(trx, rows as EventRow[]);
+    // As tracking kept them then: the rollups had no review sums before migration 0060.
+    const deltas = rollupDeltas(rows as EventRow[]).map((delta) =>
+      Object.fromEntries(
+        Object.entries(delta).filter(([column]) => !/review_(hours|cost)_micros$/.test(column)),
+      ),
+    );
+    for (let i = 0; i < deltas.length; i += 200)
+      await trx
+        .insertInto('report_rollups')
+        .values(deltas.slice(i, i + 200) as never)
+        .execute();
     await trx
       .insertInto('usage_monthly')
       .values([
@@ -128,7 +138,13 @@ async function snapshot(db: Db) {
       >`SELECT * FROM ${sql.table(table)} ORDER BY ${sql.raw(order)}`.execute(db)
     ).rows;
   return {
-    rollups: await all('report_rollups', 'org_id, grain, day, agent_id, task_type, client_key, shard'),
+    // Without the review sums migration 0060 adds later (0 on every row).
+    rollups: (await all('report_rollups', 'org_id, grain, day, agent_id, task_type, client_key, shard')).map(
+      (row) =>
+        Object.fromEntries(
+          Object.entries(row).filter(([column]) => !/review_(hours|cost)_micros$/.test(column)),
+        ),
+    ),
     usage: await all('usage_monthly', 'org_id, month, shard'),
     messages: await all('webhook_messages', 'id'),
     deliveries: await all('webhook_deliveries', 'id'),

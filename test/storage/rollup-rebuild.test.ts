@@ -5,7 +5,10 @@ import * as rollupBuckets from '../../src/storage/migrations/2026_11_22_0005_rol
 import * as rollupOutcomes from '../../src/storage/migrations/2026_11_22_0006_rollup_outcomes.js';
 import * as rollupSumsNumeric from '../../src/storage/migrations/2026_11_24_0011_rollup_sums_numeric.js';
 import * as rollupFewerRows from '../../src/storage/migrations/2026_11_24_0012_rollup_fewer_rows.js';
-import { SUM_COLUMNS } from '../../src/reports/rollups.js';
+import { SUM_COLUMNS as ALL_SUM_COLUMNS } from '../../src/reports/rollups.js';
+
+/** The sums the rollups had before migration 0060 added the review sums. */
+const SUM_COLUMNS = ALL_SUM_COLUMNS.filter((column) => !/review_(hours|cost)_micros$/.test(column));
 import type { Db } from '../../src/storage/db.js';
 import { readFoldState } from '../../src/storage/snapshot.js';
 import { foldOnce } from '../../src/fold/pass.js';

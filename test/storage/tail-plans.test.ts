@@ -62,9 +62,13 @@ class Recorder implements KyselyPlugin {
     return args.result;
   }
 
-  /** The statements recorded since the last call that read the tail (`ingest_seq >=`). */
+  /** The statements recorded since the last call that read the events' tail (`ingest_seq >=`). */
   takeTailReads(): Statement[] {
-    const taken = this.statements.filter((s) => /\bingest_seq"?\s*>=/.test(s.sql));
+    // Statements of the adjustments ledger alone (src/ledger/) read no events: their own table
+    // and indexes.
+    const taken = this.statements.filter(
+      (s) => /\bingest_seq"?\s*>=/.test(s.sql) && /\bFROM\s+"?events"?\b/.test(s.sql),
+    );
     this.statements = [];
     return taken;
   }

@@ -31,7 +31,11 @@ from .types import (
     DeliveryList,
     Delivery,
     Event,
+    EventAdjustments,
     EventList,
+    EventReviews,
+    ReviewRequest,
+    ReviewResult,
     Leaderboard,
     OtlpMappingRuleCreated,
     OtlpMappingRuleList,
@@ -152,6 +156,23 @@ class Tally:
 
     def get_event(self, event_id: str) -> Event:
         return cast(Event, self._call("GET", f"/v1/events/{_seg(event_id)}"))
+
+    def review(self, event_id: str, review: ReviewRequest, *, idempotency_key: Optional[str] = None) -> ReviewResult:
+        """Records a person's review of an event: its figures become the measured ones.
+
+        A retried call carries the same key, so it records one review.
+        """
+        key = idempotency_key or new_idempotency_key()
+        return cast(ReviewResult, self._call("POST", f"/v1/events/{_seg(event_id)}/review", body=review,
+                                             headers={"Idempotency-Key": key}))
+
+    def event_adjustments(self, event_id: str) -> EventAdjustments:
+        """The event's original figures, every adjustment in commit order, and its current figures."""
+        return cast(EventAdjustments, self._call("GET", f"/v1/events/{_seg(event_id)}/adjustments"))
+
+    def event_reviews(self, event_id: str) -> EventReviews:
+        """Every review of the event, oldest first; the last is in force."""
+        return cast(EventReviews, self._call("GET", f"/v1/events/{_seg(event_id)}/reviews"))
 
     # background batching
 

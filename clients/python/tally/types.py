@@ -99,6 +99,8 @@ class ReportRow(TypedDict):
     cost_saved: float
     agent_cost: float
     net_saved: float
+    review_hours: float
+    review_cost: float
 
 
 class LeaderboardRow(ReportRow):
@@ -548,3 +550,74 @@ class SsoConnection(TypedDict):
     start_url: str
     created_at: str
     updated_at: str
+
+
+ReviewVerdict = Literal["accepted", "corrected", "rejected"]
+
+
+class _ReviewRequired(TypedDict):
+    review_minutes: float
+    verdict: ReviewVerdict
+
+
+class ReviewRequest(_ReviewRequired, total=False):
+    """Body of ``POST /v1/events/{event_id}/review``."""
+
+    reviewer: Optional[str]
+    note: Optional[str]
+
+
+class EventFigures(TypedDict):
+    hours_saved: float
+    cost_saved: float
+    agent_cost: float
+    net_saved: float
+    review_hours: float
+    review_cost: float
+
+
+class Review(TypedDict):
+    id: str
+    event_id: str
+    review_minutes: float
+    verdict: ReviewVerdict
+    reviewer: Optional[str]
+    note: Optional[str]
+    hours_saved: float
+    cost_saved: float
+    review_hours: float
+    review_cost: float
+    created_at: str
+
+
+class ReviewedEvent(Event):
+    current: EventFigures
+    review: Optional[Review]
+
+
+class ReviewResult(TypedDict):
+    review: Review
+    event: ReviewedEvent
+
+
+class Adjustment(EventFigures):
+    id: str
+    event_id: str
+    cause: Literal["review", "restatement"]
+    cause_id: str
+    baseline_minutes: Optional[float]
+    hourly_rate: Optional[float]
+    created_at: str
+
+
+class EventAdjustments(TypedDict):
+    event_id: str
+    original: EventFigures
+    current: EventFigures
+    review: Optional[Review]
+    data: List[Adjustment]
+
+
+class EventReviews(TypedDict):
+    event_id: str
+    data: List[Review]

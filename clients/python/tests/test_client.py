@@ -108,6 +108,27 @@ class TrackingTest(unittest.TestCase):
         self.assertEqual(len(self.tally.list_events(agent_id="py-keys")["data"]), 2)
         self.assertEqual(self.tally.get_event(event["event_id"]), event)
 
+    def test_review_with_a_key_and_the_ledger(self) -> None:
+        event = self.tally.track({**TRACK, "agent_id": "py-reviewed", "outcome": "needs_review",  # type: ignore
+                                  "human_baseline_minutes": 60})
+        first = self.tally.review(event["event_id"], {"review_minutes": 15, "verdict": "accepted"},
+                                  idempotency_key="py-rev-1")
+        again = self.tally.review(event["event_id"], {"review_minutes": 15, "verdict": "accepted"},
+                                  idempotency_key="py-rev-1")
+        self.assertEqual(again["review"]["id"], first["review"]["id"])
+        self.assertEqual(first["event"]["current"]["hours_saved"], 0.75)
+        self.assertEqual(first["event"]["current"]["review_hours"], 0.25)
+        rejected = self.tally.review(event["event_id"], {"review_minutes": 30, "verdict": "rejected"})
+        self.assertEqual(rejected["event"]["current"]["hours_saved"], -0.5)
+        ledger = self.tally.event_adjustments(event["event_id"])
+        self.assertEqual(ledger["original"]["hours_saved"], 0.5)
+        self.assertEqual([a["hours_saved"] for a in ledger["data"]], [0.25, -1.25])
+        reviews = self.tally.event_reviews(event["event_id"])
+        self.assertEqual([r["verdict"] for r in reviews["data"]], ["accepted", "rejected"])
+        with self.assertRaises(TallyError) as refused:
+            self.tally.review(event["event_id"], {"review_minutes": -1, "verdict": "accepted"})
+        self.assertEqual((refused.exception.code, refused.exception.status), ("validation_error", 422))
+
     def test_errors_are_typed(self) -> None:
         with self.assertRaises(TallyError) as caught:
             self.tally.track({**TRACK, "outcome": "great"})  # type: ignore

@@ -131,7 +131,28 @@ export class Tally {
     iterate: (query: T.ListEventsQuery = {}) =>
       this.pages((cursor) => this.events.list({ ...query, cursor })),
     get: (eventId: string, call?: CallOptions) => this.get<T.Event>(`/v1/events/${seg(eventId)}`, {}, call),
+    /** The event's original figures, every adjustment in commit order, and its current figures. */
+    adjustments: (eventId: string, call?: CallOptions) =>
+      this.get<T.EventAdjustments>(`/v1/events/${seg(eventId)}/adjustments`, {}, call),
+    /** Every review of the event, oldest first; the last is in force. */
+    reviews: (eventId: string, call?: CallOptions) =>
+      this.get<T.EventReviews>(`/v1/events/${seg(eventId)}/reviews`, {}, call),
   };
+
+  /**
+   * Records a person's review of an event: its figures become the measured ones (docs/figures.md).
+   * A retried call carries the same key, so it records one review.
+   */
+  review(eventId: string, review: T.ReviewRequest, options: TrackOptions = {}): Promise<T.ReviewResult> {
+    return this.request<T.ReviewResult>({
+      method: 'POST',
+      path: `/v1/events/${seg(eventId)}/review`,
+      body: review,
+      headers: { 'idempotency-key': options.idempotencyKey ?? newIdempotencyKey() },
+      retry: 'all',
+      signal: options.signal,
+    });
+  }
 
   // Background batching
 

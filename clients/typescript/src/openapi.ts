@@ -842,6 +842,57 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/v1/events/{event_id}/review": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Record a person’s review of an event: its figures become the measured ones */
+        post: operations["reviewEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/events/{event_id}/adjustments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An event’s original figures, every adjustment in commit order, and its current figures */
+        get: operations["listEventAdjustments"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/events/{event_id}/reviews": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every review of an event, oldest first; the last is the one in force */
+        get: operations["listEventReviews"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/traces": {
         parameters: {
             query?: never;
@@ -866,6 +917,22 @@ export type paths = {
 export type webhooks = Record<string, never>;
 export type components = {
     schemas: {
+        Adjustment: {
+            id: string;
+            event_id: string;
+            cause: "review" | "restatement";
+            cause_id: string;
+            hours_saved: number;
+            cost_saved: number;
+            agent_cost: number;
+            net_saved: number;
+            review_hours: number;
+            review_cost: number;
+            baseline_minutes: number | null;
+            hourly_rate: number | null;
+            /** Format: date-time */
+            created_at: string;
+        };
         AssumptionChange: {
             kind: components["schemas"]["AssumptionKind"];
             key?: string | null;
@@ -1005,7 +1072,7 @@ export type components = {
         };
         CreateWebhookRequest: {
             url: string;
-            event_types: ("event.created" | "agent.first_event" | "weekly.digest" | "test.ping" | "budget.threshold_crossed" | "budget.forecast_exceeded" | "usage.threshold_crossed" | "figures.restated")[];
+            event_types: ("event.created" | "agent.first_event" | "weekly.digest" | "test.ping" | "budget.threshold_crossed" | "budget.forecast_exceeded" | "usage.threshold_crossed" | "event.reviewed" | "figures.restated")[];
             description?: string;
         };
         DayFigures: {
@@ -1094,9 +1161,28 @@ export type components = {
             /** Format: date-time */
             received_at: string;
         };
+        EventAdjustments: {
+            event_id: string;
+            original: components["schemas"]["EventFigures"];
+            current: components["schemas"]["EventFigures"];
+            review: components["schemas"]["Review"] | null;
+            data: components["schemas"]["Adjustment"][];
+        };
+        EventFigures: {
+            hours_saved: number;
+            cost_saved: number;
+            agent_cost: number;
+            net_saved: number;
+            review_hours: number;
+            review_cost: number;
+        };
         EventList: {
             data: components["schemas"]["Event"][];
             next_cursor: string | null;
+        };
+        EventReviews: {
+            event_id: string;
+            data: components["schemas"]["Review"][];
         };
         Figures: {
             /** @description A count (whole in figures that happened, whole in projections) */
@@ -1246,6 +1332,10 @@ export type components = {
             cost_saved: number;
             agent_cost: number;
             net_saved: number;
+            /** @description Hours people spent reviewing the events (measured reviews) */
+            review_hours: number;
+            /** @description What that review time cost at the events' hourly rates */
+            review_cost: number;
         };
         Member: {
             account_id: string;
@@ -1608,6 +1698,10 @@ export type components = {
             cost_saved: number;
             agent_cost: number;
             net_saved: number;
+            /** @description Hours people spent reviewing the events (measured reviews) */
+            review_hours: number;
+            /** @description What that review time cost at the events' hourly rates */
+            review_cost: number;
         };
         ReportSchedule: {
             id: string;
@@ -1751,6 +1845,64 @@ export type components = {
             effective_from: string;
             reason: string;
         };
+        Review: {
+            id: string;
+            event_id: string;
+            review_minutes: number;
+            verdict: components["schemas"]["ReviewVerdict"];
+            reviewer: string | null;
+            note: string | null;
+            /** @description The hours saved the review set */
+            hours_saved: number;
+            cost_saved: number;
+            review_hours: number;
+            review_cost: number;
+            /** Format: date-time */
+            created_at: string;
+        };
+        ReviewedEvent: {
+            event_id: string;
+            agent_id: string;
+            task_type: string;
+            outcome: components["schemas"]["Outcome"];
+            resolved_baseline_minutes: number;
+            /** @enum {string} */
+            resolved_baseline_source: "request" | "override" | "custom" | "builtin" | "fallback";
+            resolved_hourly_rate: number;
+            currency: string;
+            agent_duration_seconds: number | null;
+            hours_saved: number;
+            cost_saved: number;
+            agent_cost: number | null;
+            /** @enum {string} */
+            resolved_cost_source: "provided" | "computed" | "none";
+            net_saved: number;
+            /** Format: date-time */
+            occurred_at: string;
+            model: string | null;
+            tokens_in: number | null;
+            tokens_out: number | null;
+            metadata: {
+                [key: string]: unknown;
+            } | null;
+            /** Format: date-time */
+            received_at: string;
+            current: components["schemas"]["EventFigures"];
+            review: components["schemas"]["Review"] | null;
+        };
+        ReviewRequest: {
+            /** @description Minutes a person spent reviewing (and fixing) the agent’s work */
+            review_minutes: number;
+            verdict: components["schemas"]["ReviewVerdict"];
+            reviewer?: string | null;
+            note?: string | null;
+        };
+        ReviewResult: {
+            review: components["schemas"]["Review"];
+            event: components["schemas"]["ReviewedEvent"];
+        };
+        /** @description accepted and corrected save the baseline minus the review time; rejected saves nothing */
+        ReviewVerdict: "accepted" | "corrected" | "rejected";
         /**
          * @description owner (everything, members included), admin (settings, API keys, webhooks, task types and baselines), analyst (reads everything, changes nothing)
          * @enum {string}
@@ -1966,7 +2118,7 @@ export type components = {
         };
         UpdateWebhookRequest: {
             url?: string;
-            event_types?: ("event.created" | "agent.first_event" | "weekly.digest" | "test.ping" | "budget.threshold_crossed" | "budget.forecast_exceeded" | "usage.threshold_crossed" | "figures.restated")[];
+            event_types?: ("event.created" | "agent.first_event" | "weekly.digest" | "test.ping" | "budget.threshold_crossed" | "budget.forecast_exceeded" | "usage.threshold_crossed" | "event.reviewed" | "figures.restated")[];
             description?: string | null;
             /** @enum {string} */
             status?: "active";
@@ -1993,7 +2145,7 @@ export type components = {
             created_at: string;
         };
         /** @enum {string} */
-        WebhookEventType: "event.created" | "agent.first_event" | "weekly.digest" | "test.ping" | "budget.threshold_crossed" | "budget.forecast_exceeded" | "usage.threshold_crossed" | "figures.restated";
+        WebhookEventType: "event.created" | "agent.first_event" | "weekly.digest" | "test.ping" | "budget.threshold_crossed" | "budget.forecast_exceeded" | "usage.threshold_crossed" | "event.reviewed" | "figures.restated";
         WebhookList: {
             data: components["schemas"]["Webhook"][];
             next_cursor: string | null;
@@ -2158,6 +2310,8 @@ export interface operations {
             query?: {
                 agent_id?: string;
                 task_type?: string;
+                /** @description true: only needs_review events without a review yet */
+                awaiting_review?: boolean;
                 limit?: number;
                 cursor?: string;
             };
@@ -5901,6 +6055,174 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Restatement"];
+                };
+            };
+            /** @description The request was refused; `error.code` says why */
+            "4XX": {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error, or the database is unavailable (503) */
+            "5XX": {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    reviewEvent: {
+        parameters: {
+            query?: never;
+            header?: {
+                "idempotency-key"?: string;
+            };
+            path: {
+                event_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReviewRequest"];
+            };
+        };
+        responses: {
+            /** @description The review and the event with its new figures; with Idempotent-Replayed: true, the review first recorded under this key */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReviewResult"];
+                };
+            };
+            /** @description The request was refused; `error.code` says why */
+            "4XX": {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error, or the database is unavailable (503) */
+            "5XX": {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listEventAdjustments: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                event_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The event’s ledger */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventAdjustments"];
+                };
+            };
+            /** @description The request was refused; `error.code` says why */
+            "4XX": {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error, or the database is unavailable (503) */
+            "5XX": {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listEventReviews: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                event_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The reviews */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventReviews"];
                 };
             };
             /** @description The request was refused; `error.code` says why */

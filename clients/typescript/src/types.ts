@@ -74,6 +74,15 @@ export type UpdateMemberRequest = Schemas['UpdateMemberRequest'];
 type MetadataFilter = { metadata?: Record<string, string> };
 
 export type ListEventsQuery = Query<'listEvents'>;
+export type ReviewRequest = Schemas['ReviewRequest'];
+export type ReviewVerdict = Schemas['ReviewVerdict'];
+export type Review = Schemas['Review'];
+export type ReviewResult = Schemas['ReviewResult'];
+export type ReviewedEvent = Schemas['ReviewedEvent'];
+export type EventFigures = Schemas['EventFigures'];
+export type Adjustment = Schemas['Adjustment'];
+export type EventAdjustments = Schemas['EventAdjustments'];
+export type EventReviews = Schemas['EventReviews'];
 export type ReportQuery = Omit<Query<'getTimeSavedReport'>, 'format'> & MetadataFilter;
 export type LeaderboardQuery = Omit<Query<'getLeaderboard'>, 'format'> & MetadataFilter;
 export type ExportQuery = Omit<Query<'exportReport'>, 'format'> & MetadataFilter;
@@ -161,4 +170,5 @@ export type WebhookEnvelope =
   | Envelope<'budget.threshold_crossed', BudgetAlert & { crossed_at: string }>
   | Envelope<'budget.forecast_exceeded', BudgetAlert & { forecast_at: string }>
   | Envelope<'usage.threshold_crossed', UsageAlert>
-  | Envelope<'figures.restated', FiguresRestated>;
+  | Envelope<'figures.restated', FiguresRestated>
+  | Envelope<'event.reviewed', { event: ReviewedEvent }>;

@@ -3,9 +3,10 @@ import { OUTCOMES } from '../../orgs/organizations.js';
 import { getEvent, listEvents } from '../../tracking/events.js';
 import { count, dateTime, decimal, hours, money } from '../format.js';
 import { html, type SafeHtml } from '../html.js';
-import { dashboardCtx, queryOf, sendPage } from '../page-kit.js';
+import { dashboardCtx, queryOf, sendPage, session } from '../page-kit.js';
 import { TaskTypeNames } from '../task-names.js';
 import { select, textField } from './controls.js';
+import { eventTabs, ledgerPanel, registerReviewPages } from './review.js';
 
 const OUTCOME_LABELS: Record<string, string> = {
   success: 'Success',
@@ -51,6 +52,7 @@ interface Pricing {
 }
 
 export function registerEventPages(dash: FastifyInstance, app: FastifyInstance): void {
+  registerReviewPages(dash, app);
   dash.get('/events', async (request, reply) => {
     const ctx = dashboardCtx(app, request);
     const q = queryOf(request);
@@ -72,12 +74,8 @@ export function registerEventPages(dash: FastifyInstance, app: FastifyInstance):
     const currency = ctx.org.currency;
     const more = new URLSearchParams(q);
     if (page.next_cursor) more.set('cursor', page.next_cursor);
-    const body = html`<form
-        method="get"
-        action="/dashboard/events"
-        class="controls"
-        aria-label="Event filters"
-      >
+    const body = html`${eventTabs('All events')}
+      <form method="get" action="/dashboard/events" class="controls" aria-label="Event filters">
         ${textField({ id: 'agent_id', name: 'agent_id', label: 'Agent', value: input.agentId ?? '' })}
         ${textField({ id: 'task_type', name: 'task_type', label: 'Task type', value: input.taskType ?? '', attrs: html`list="task-type-keys"` })}
         ${names.datalist('task-type-keys')}
@@ -227,6 +225,7 @@ export function registerEventPages(dash: FastifyInstance, app: FastifyInstance):
           }
         </ol>
       </section>
+      ${await ledgerPanel(ctx, event.event_id, session(request).csrfToken)}
       <section class="panel">
         <h2>Stored fields</h2>
         <div class="table-wrap">

@@ -273,6 +273,8 @@ export function registerReportPages(dash: FastifyInstance, app: FastifyInstance)
                         ${METRIC_LABELS[m]}
                       </th>`,
                   )}
+                  <th scope="col" class="num">Review hours</th>
+                  <th scope="col" class="num">Review cost</th>
                 </tr>
               </thead>
               <tbody>
@@ -293,6 +295,8 @@ export function registerReportPages(dash: FastifyInstance, app: FastifyInstance)
                       <td class="num">${fmt(r.cost_saved)}</td>
                       <td class="num">${fmt(r.agent_cost)}</td>
                       <td class="num">${fmt(r.net_saved)}</td>
+                      <td class="num">${hours(r.review_hours)}</td>
+                      <td class="num">${fmt(r.review_cost)}</td>
                     </tr>`,
                 )}
               </tbody>

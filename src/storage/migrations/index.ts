@@ -20,6 +20,7 @@ import * as otlp from './2026_11_28_0040_otlp.js';
 import * as budgets from './2026_11_28_0050_budgets.js';
 import * as payback from './2026_11_28_0051_payback.js';
 import * as reportEmails from './2026_11_28_0052_report_emails.js';
+import * as ledger from './2026_11_28_0060_ledger.js';
 import * as assumptionVersions from './2026_11_28_0065_assumption_versions.js';
 import * as periods from './2026_11_28_0070_periods.js';
 import * as people from './2026_11_28_0080_people.js';
@@ -47,6 +48,7 @@ export const migrations: Record<string, Migration> = {
   '2026_11_28_0050_budgets': budgets,
   '2026_11_28_0051_payback': payback,
   '2026_11_28_0052_report_emails': reportEmails,
+  '2026_11_28_0060_ledger': ledger,
   '2026_11_28_0065_assumption_versions': assumptionVersions,
   '2026_11_28_0070_periods': periods,
   '2026_11_28_0080_people': people,

@@ -157,6 +157,8 @@ describe('dashboard pages in Chromium', { timeout: 90_000 }, () => {
         eur(r.cost_saved),
         eur(r.agent_cost),
         eur(r.net_saved),
+        hours(r.review_hours),
+        eur(r.review_cost),
       ]),
     );
     expect(await page.locator('.report-chart svg:visible rect.bar').count()).toBe(report.rows.length);
