@@ -1,6 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Actor } from '../../accounts/actor.js';
 import { signInWithPassword } from '../../accounts/sign-in.js';
+import { passwordsAllowed } from '../../sso/connections.js';
+import { continuePage } from './sso.js';
 import {
   endAccountSessionByHandle,
   endOtherSessions,
@@ -328,6 +330,12 @@ export function registerAccountPages(dash: FastifyInstance, app: FastifyInstance
           `Too many failed sign-ins for this e-mail address or from your address. Try again in ${seconds} s.`,
         );
       }
+      if (result.reason === 'single_sign_on_only') {
+        return send(
+          403,
+          'Your organisation signs in with single sign-on only. Use “Sign in with single sign-on” below.',
+        );
+      }
       if (result.reason === 'no_membership') {
         return send(403, 'Your account belongs to no organisation. Ask an owner to invite you again.');
       }
@@ -563,6 +571,12 @@ export function registerAccountPages(dash: FastifyInstance, app: FastifyInstance
       throw new AppError('not_found', 'You are not a member of that organisation.');
     }
     const ctx = serviceCtx(app.tally);
+    // An organisation with single sign-on only is entered through its identity provider, from
+    // any session: the switch goes there, and its sign-in opens a session in that organisation.
+    if (!(await passwordsAllowed(ctx, target.orgId))) {
+      const start = `/dashboard/sso/${encodeURIComponent(target.orgId)}/start`;
+      return reply.type('text/html; charset=utf-8').send(continuePage(start));
+    }
     await switchSessionOrg(ctx, s.id, target.orgId);
     const actor: Actor = { kind: 'person', accountId: s.accountId, email: s.email, role: target.role };
     await recordAudit(await personCtx(ctx, target.orgId, actor), {
