@@ -1,7 +1,8 @@
 import { requireRole, type ActorCtx } from '../accounts/authorize.js';
 import { recordAudit } from '../audit/audit-log.js';
 import type { OrgCtx } from '../context.js';
-import { AppError, notFound, validationError } from '../errors.js';
+import type { AppError } from '../errors.js';
+import { notFound, validationError } from '../errors.js';
 import { ulid } from '../ids.js';
 import { readDb } from '../storage/db.js';
 import type { PeriodStatementRow } from '../storage/schema.js';

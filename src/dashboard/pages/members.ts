@@ -301,17 +301,17 @@ function registerMemberControls(dash: FastifyInstance, app: FastifyInstance): vo
           <p><a class="button quiet" href="${back}">Back to the members</a></p>
         </section>`
       : html`<section class="panel">
-      <h2>Remove ${m.email} from ${ctx.org.name}?</h2>
-      <p>Their sessions in this organisation end at their next request. They can be invited again.</p>
-      <div class="button-row">
-        <form method="post" action="/dashboard/members/${m.account_id}/remove">
-          ${csrfField(session(request).csrfToken)}<button type="submit" class="button danger">
-            Remove member
-          </button>
-        </form>
-        <a class="button quiet" href="${back}">Cancel</a>
-      </div>
-    </section>`;
+          <h2>Remove ${m.email} from ${ctx.org.name}?</h2>
+          <p>Their sessions in this organisation end at their next request. They can be invited again.</p>
+          <div class="button-row">
+            <form method="post" action="/dashboard/members/${m.account_id}/remove">
+              ${csrfField(session(request).csrfToken)}<button type="submit" class="button danger">
+                Remove member
+              </button>
+            </form>
+            <a class="button quiet" href="${back}">Cancel</a>
+          </div>
+        </section>`;
     return sendPage(request, reply, { title: 'Remove member', section: 'Members', body });
   });
 

@@ -361,9 +361,9 @@ export function registerPeriodPages(dash: FastifyInstance, app: FastifyInstance)
               : ended
                 ? html`<p class="muted">An admin or an owner can close it.</p>`
                 : html`<p class="muted">
-                  It can be closed once it has ended, from
-                  ${dateTime(new Date(monthRange(month).to).toISOString())}.
-                </p>`
+                    It can be closed once it has ended, from
+                    ${dateTime(new Date(monthRange(month).to).toISOString())}.
+                  </p>`
           }`;
       }
       const period = await getPeriod({ ctx, month });
