@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES } from '../support/engines.js';
 import { createHarness, type Harness, type TestOrg } from '../support/harness.js';
-import { csrfOf, page, post } from '../dashboard/support.js';
+import { csrfOf, ORIGIN, page, post } from '../dashboard/support.js';
 import { PASSWORD, passwordSignIn, person, personSession } from './support.js';
 
 // Password sign-in meets an organisation's single sign-on: an organisation that allows single
@@ -73,6 +73,36 @@ describe.each(ENGINES)('password sign-in and single sign-on only (%s)', (engine)
     const message = (body: string) => /<p class="error"[^>]*>([\s\S]*?)<\/p>/.exec(body)?.[1];
     expect(message(wrong.body)).toBe(message(unknown.body));
     expect(message(wrong.body)).not.toContain('single sign-on');
+  });
+
+  it('sets a password by the reset link but opens no session in an organisation with single sign-on only', async () => {
+    await ssoOnly(true);
+    const asked = await h.app.inject({
+      method: 'POST',
+      url: '/dashboard/password-reset',
+      headers: { origin: ORIGIN, 'content-type': 'application/x-www-form-urlencoded' },
+      payload: new URLSearchParams({ email: 'only@example.com' }).toString(),
+    });
+    expect(asked.statusCode).toBeLessThan(400);
+    const mails = await h.storage.db
+      .selectFrom('emails')
+      .select('body')
+      .where('to_address', '=', 'only@example.com')
+      .execute();
+    const path = /\/dashboard\/password-reset\/[A-Za-z0-9_-]{43}/.exec(mails.at(-1)?.body ?? '')?.[0] ?? '';
+    expect(path).not.toBe('');
+    const done = await h.app.inject({
+      method: 'POST',
+      url: path,
+      headers: { origin: ORIGIN, 'content-type': 'application/x-www-form-urlencoded' },
+      payload: new URLSearchParams({ password: 'a reset passphrase here' }).toString(),
+    });
+    expect(done.statusCode).toBe(200);
+    expect(done.body).toContain('Your password is set. Your organisation signs in with single sign-on only.');
+    expect(done.headers['set-cookie']).toBeUndefined();
+    // Once passwords are allowed again, the new password works.
+    await ssoOnly(false);
+    expect((await passwordSignIn(h, 'only@example.com', 'a reset passphrase here')).statusCode).toBe(303);
   });
 
   it('signs a member of several organisations in to one that allows passwords', async () => {

@@ -11,7 +11,7 @@ import {
   switchSessionOrg,
   dropAnySession,
 } from '../../accounts/sessions.js';
-import { getAccount, setPassword } from '../../accounts/store.js';
+import { getAccount, membershipsOf, setPassword } from '../../accounts/store.js';
 import { liveToken, redeemFirstOwner, requestPasswordReset, resetPassword } from '../../accounts/tokens.js';
 import { verifyPassword } from '../../accounts/passwords.js';
 import { recordAudit } from '../../audit/audit-log.js';
@@ -209,12 +209,29 @@ export function registerAccountPages(dash: FastifyInstance, app: FastifyInstance
       if (problem.status === 404) return sendPublic(reply, 404, 'Set a new password', gone);
       return sendPublic(reply, problem.status, 'Set a new password', resetForm(token, problem.message));
     }
+    // The new password opens only an organisation that allows passwords, as a sign-in would.
+    let orgId: string | null = null;
+    for (const m of await membershipsOf(ctx, done.account.id)) {
+      if (await passwordsAllowed(ctx, m.orgId)) {
+        orgId = m.orgId;
+        break;
+      }
+    }
+    if (orgId === null) {
+      return sendPublic(
+        reply,
+        200,
+        'Set a new password',
+        html`<p>Your password is set. Your organisation signs in with single sign-on only.</p>
+          <p><a href="/dashboard/sso">Sign in with single sign-on</a></p>`,
+      );
+    }
     await signInBrowser({
       ctx,
       request,
       reply,
       accountId: done.account.id,
-      orgId: done.orgId,
+      orgId,
       method: 'reset',
     });
     return reply.redirect('/dashboard', 303);
