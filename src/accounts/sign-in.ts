@@ -1,6 +1,7 @@
 import type { ServiceCtx } from '../context.js';
 import { getOrganization } from '../orgs/organizations.js';
 import { recordAudit } from '../audit/audit-log.js';
+import { passwordsAllowed } from '../sso/connections.js';
 import { hashPassword, verifyPassword } from './passwords.js';
 import { findAccountRowByEmail, membershipsOf, type Membership } from './store.js';
 import { clearFailures, noteFailure, subjectsOf, waitBeforeAttempt } from './throttle.js';
@@ -21,7 +22,8 @@ export type SignInResult =
   | { ok: true; accountId: string; email: string; membership: Membership }
   | { ok: false; reason: 'invalid' }
   | { ok: false; reason: 'throttled'; retryAfterMs: number }
-  | { ok: false; reason: 'no_membership' };
+  | { ok: false; reason: 'no_membership' }
+  | { ok: false; reason: 'single_sign_on_only' };
 
 export async function signInWithPassword({
   ctx,
@@ -74,7 +76,12 @@ export async function signInWithPassword({
     .orderBy('last_seen_at', 'desc')
     .limit(1)
     .executeTakeFirst();
-  const membership = memberships.find((m) => m.orgId === last?.org_id) ?? memberships[0];
-  if (membership === undefined) return { ok: false, reason: 'no_membership' };
+  if (memberships.length === 0) return { ok: false, reason: 'no_membership' };
+  // Only organisations that let passwords in: one with single sign-on only is entered through
+  // its identity provider. Told only after the right password, like no_membership.
+  const open: Membership[] = [];
+  for (const m of memberships) if (await passwordsAllowed(ctx, m.orgId)) open.push(m);
+  const membership = open.find((m) => m.orgId === last?.org_id) ?? open[0];
+  if (membership === undefined) return { ok: false, reason: 'single_sign_on_only' };
   return { ok: true, accountId: row.id, email: row.email, membership };
 }

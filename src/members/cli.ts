@@ -3,7 +3,13 @@ import type { OrgCtx, ServiceCtx } from '../context.js';
 import { ROLES } from '../accounts/roles.js';
 import { print } from '../cli/output.js';
 import { getOrganization } from '../orgs/organizations.js';
-import { createInvitation, invitationUrl, listInvitations } from './invitations.js';
+import {
+  createInvitation,
+  invitationUrl,
+  listInvitations,
+  resendInvitation,
+  revokeInvitation,
+} from './invitations.js';
 import { changeMemberRole, listMembers, memberByEmail, removeMember, type MemberView } from './members.js';
 
 type WithCtx = <T>(fn: (ctx: ServiceCtx) => Promise<T>) => Promise<T>;
@@ -71,6 +77,41 @@ export function registerMemberCommands(members: Command, withCtx: WithCtx): void
       print(opts.json, { data, invitations }, () => [
         ...(data.length === 0 ? ['no members'] : data.map(line)),
         ...invitations.map((i) => `${i.id}  ${i.email}  ${i.role}  invited, until ${i.expires_at}`),
+      ]);
+    });
+
+  members
+    .command('resend')
+    .description(
+      'Send an invitation again with a new link, valid 7 days from now; the previous link stops working',
+    )
+    .argument('<invitation>', 'the invitation id (inv_…), as tally members list prints it')
+    .requiredOption('--org <id>', 'organisation id')
+    .option(...json, false)
+    .action(async (id: string, opts: { org: string; json: boolean }) => {
+      const { invitation, url } = await withCtx(async (ctx) => {
+        const org = await orgCtx(ctx, opts.org);
+        const sent = await resendInvitation({ ctx: org, id });
+        return { invitation: sent.invitation, url: invitationUrl(ctx, sent.token) };
+      });
+      print(opts.json, { invitation, url }, () => [
+        `Sent again ${invitation.email} as ${invitation.role} (${invitation.id}), until ${invitation.expires_at}.`,
+        `Link (single use): ${url}`,
+      ]);
+    });
+
+  members
+    .command('revoke')
+    .description('Revoke an invitation: its link stops working (an accepted one cannot be revoked)')
+    .argument('<invitation>', 'the invitation id (inv_…), as tally members list prints it')
+    .requiredOption('--org <id>', 'organisation id')
+    .option(...json, false)
+    .action(async (id: string, opts: { org: string; json: boolean }) => {
+      const invitation = await withCtx(async (ctx) =>
+        revokeInvitation({ ctx: await orgCtx(ctx, opts.org), id }),
+      );
+      print(opts.json, { invitation }, () => [
+        `Revoked the invitation of ${invitation.email} (${invitation.id}).`,
       ]);
     });
 

@@ -1,8 +1,9 @@
+import { requireRole, type ActorCtx } from '../accounts/authorize.js';
 import { recordAudit } from '../audit/audit-log.js';
 import type { OrgCtx } from '../context.js';
-import { AppError, notFound, validationError } from '../errors.js';
+import type { AppError } from '../errors.js';
+import { notFound, validationError } from '../errors.js';
 import { ulid } from '../ids.js';
-import type { KeyScope } from '../orgs/api-keys.js';
 import { readDb } from '../storage/db.js';
 import type { PeriodStatementRow } from '../storage/schema.js';
 import { inSnapshot } from '../storage/snapshot.js';
@@ -67,6 +68,7 @@ export async function closePeriod({
   month: string;
   reason: string;
 }): Promise<Statement> {
+  requireRole(ctx, 'admin');
   const range = monthRange(month);
   const text = checkedReason(reason);
   if (ctx.clock.now().getTime() < range.to) {
@@ -146,21 +148,13 @@ function alreadyClosed(month: string): AppError {
   return validationError('/params/month', `${month} is already closed; reopen it first to close it again`);
 }
 
-/** What may reopen a closed month. */
-export interface ReopenActor {
-  /** The scope of the API key acting; absent when the operator acts through the CLI. */
-  keyScope?: KeyScope;
-}
-
 /**
- * The one check of who may reopen a month: an admin key (or the operator at the CLI). Once
- * accounts with roles exist, this is where the owner role is required instead.
+ * The one check of who may reopen a month: the owner role. A person must be an owner; the CLI
+ * acts as the operator (owner); an admin API key acts as an admin and is refused with 403
+ * `insufficient_role` (docs/periods.md).
  */
-export function requireReopenRight(ctx: OrgCtx & ReopenActor): void {
-  if (ctx.keyScope === undefined && ctx.actorKeyId === null) return;
-  if (ctx.keyScope !== 'admin') {
-    throw new AppError('insufficient_scope', 'Reopening a closed month needs an admin key.');
-  }
+export function requireReopenRight(ctx: ActorCtx): void {
+  requireRole(ctx, 'owner');
 }
 
 /** Reopens a closed month: its statement is kept (stamped as reopened) and the month can be closed again. */
@@ -169,7 +163,7 @@ export async function reopenPeriod({
   month,
   reason,
 }: {
-  ctx: OrgCtx & ReopenActor;
+  ctx: OrgCtx;
   month: string;
   reason: string;
 }): Promise<Statement> {

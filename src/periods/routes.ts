@@ -78,7 +78,7 @@ export function registerPeriodRoutes(app: FastifyInstance): void {
     },
     async (request) =>
       reopenPeriod({
-        ctx: { ...orgCtx(app, request), keyScope: request.auth?.scope ?? 'ingest' },
+        ctx: orgCtx(app, request),
         month: request.params.month,
         reason: request.body.reason,
       }),

@@ -164,6 +164,50 @@ describe('people in Chromium', { timeout: 120_000 }, () => {
     expect(e.problems).toEqual([]);
   });
 
+  it('shows the Periods, Members and single sign-on pages to an analyst without controls, to an owner with them', async () => {
+    await person(e.h, 'olga@example.com', 'owner');
+    const closed = await e.h.request({
+      method: 'POST',
+      url: '/v1/periods/2026-10/close',
+      payload: { reason: 'October books' },
+    });
+    expect(closed.statusCode, closed.body).toBe(201);
+    const invited = await e.h.request({
+      method: 'POST',
+      url: '/v1/invitations',
+      payload: { email: 'new.person@example.com', role: 'analyst' },
+    });
+    expect(invited.statusCode, invited.body).toBe(201);
+    const owner = (await e.open()).page;
+    const analyst = (await e.open()).page;
+    // Sign-ins from one address are limited per second of the manual clock.
+    e.h.clock.advance(1000);
+    await e.signInAs(owner, 'olga@example.com', PASSWORD);
+    await e.signInAs(analyst, 'vic@example.com', PASSWORD);
+    const pages: Array<[string, string, string[]]> = [
+      ['members', '/dashboard/members', ['/dashboard/members/invite']],
+      ['periods', '/dashboard/periods', []],
+      ['period', '/dashboard/periods/2026-10', ['/dashboard/periods/2026-10/reopen']],
+      ['single-sign-on', '/dashboard/settings/sso', ['/dashboard/settings/sso']],
+      ['account', '/dashboard/account', []],
+    ];
+    for (const [name, path, ownerForms] of pages) {
+      await owner.goto(path);
+      await analyst.goto(path);
+      for (const form of ownerForms) expect(await changeControls(owner), `owner ${path}`).toContain(form);
+      expect(
+        (await changeControls(analyst)).filter((a) => !a.startsWith('/dashboard/account')),
+        `analyst ${path}`,
+      ).toEqual([]);
+      await owner.screenshot({ path: join(DIR, `${name}-owner.png`), fullPage: true });
+      await analyst.screenshot({ path: join(DIR, `${name}-analyst.png`), fullPage: true });
+    }
+    expect(await mainText(analyst)).not.toContain('Redirect URI');
+    await analyst.goto('/dashboard/settings/sso');
+    expect(await mainText(analyst)).toContain('Single sign-on is set up by the organisation’s owners.');
+    expect(e.problems).toEqual([]);
+  });
+
   it('creates the first owner through the one-time link', async () => {
     const org = await e.h.createOrg();
     const link = await issueFirstOwnerLink(e.h.ctx, org.id);

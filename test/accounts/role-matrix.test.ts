@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Role } from '../../src/accounts/roles.js';
 import { createApiKey } from '../../src/orgs/api-keys.js';
@@ -12,6 +13,10 @@ import { person, personSession } from './support.js';
 // tables below are the one source; the first test checks that they cover every route.
 
 const ROLES: Role[] = ['owner', 'admin', 'analyst'];
+const PERIODS_PAGES = 'Periods, a month (its statement, CSV)';
+const MEMBERS_PAGES = 'Members, a member’s removal confirmation';
+const MEMBERS_ADMIN = 'Members: invite, resend or revoke an admin or analyst; change their role; remove them';
+const MEMBERS_OWNER = 'Members: invite an owner, make someone owner, remove an owner';
 const REFUSED = /may not do this; it needs the (admin|owner) role/;
 
 /** Ids the pages and actions name, made fresh for each role's walk. */
@@ -24,33 +29,132 @@ interface Made {
   webhook: string;
   key: string;
   taskType: string;
+  /** A pending invitation of an analyst. */
+  invitation: string;
+  /** Two analysts and a second owner (account ids), to change and remove. */
+  member: string;
+  member2: string;
+  ownerMember: string;
+  /** An ended month still open, and one closed. */
+  openMonth: string;
+  closedMonth: string;
 }
 
 interface Page {
   route: string;
   url: (m: Made) => string;
+  /** The row of docs/people.md's pages table this page is in. */
+  doc: string;
+  /** What the page must not show a role (besides the change controls the role may not use). */
+  hides?: Partial<Record<Role, RegExp>>;
 }
 
-/** GET pages: every role sees each one (an analyst without the forms that change something). */
+/**
+ * GET pages: every role sees each one, without the controls its role may not use (an analyst
+ * none). The `doc` labels are the rows of docs/people.md's table; a test compares the two.
+ */
 const PAGES: Page[] = [
-  { route: '/dashboard', url: () => '/dashboard' },
-  { route: '/dashboard/reports', url: () => '/dashboard/reports' },
-  { route: '/dashboard/reports/export', url: () => '/dashboard/reports/export?format=csv' },
-  { route: '/dashboard/budgets', url: () => '/dashboard/budgets' },
-  { route: '/dashboard/budgets/:id', url: (m) => `/dashboard/budgets/${m.budget}` },
-  { route: '/dashboard/budgets/emails', url: () => '/dashboard/budgets/emails' },
-  { route: '/dashboard/budgets/payback', url: () => '/dashboard/budgets/payback' },
-  { route: '/dashboard/events', url: () => '/dashboard/events' },
-  { route: '/dashboard/events/:id', url: () => '/dashboard/events/evt_none' },
-  { route: '/dashboard/task-types', url: () => '/dashboard/task-types' },
-  { route: '/dashboard/task-types/:key', url: () => '/dashboard/task-types/dev_bug_fix' },
-  { route: '/dashboard/webhooks', url: () => '/dashboard/webhooks' },
-  { route: '/dashboard/webhooks/:id', url: (m) => `/dashboard/webhooks/${m.webhook}` },
-  { route: '/dashboard/webhooks/:id/delete', url: (m) => `/dashboard/webhooks/${m.webhook}/delete` },
-  { route: '/dashboard/usage', url: () => '/dashboard/usage' },
-  { route: '/dashboard/settings', url: () => '/dashboard/settings' },
-  { route: '/dashboard/opentelemetry', url: () => '/dashboard/opentelemetry' },
-  { route: '/dashboard/account', url: () => '/dashboard/account' },
+  {
+    route: '/dashboard',
+    url: () => '/dashboard',
+    doc: 'Overview, Reports (and CSV export), Events, an event',
+  },
+  {
+    route: '/dashboard/reports',
+    url: () => '/dashboard/reports',
+    doc: 'Overview, Reports (and CSV export), Events, an event',
+  },
+  {
+    route: '/dashboard/reports/export',
+    url: () => '/dashboard/reports/export?format=csv',
+    doc: 'Overview, Reports (and CSV export), Events, an event',
+  },
+  {
+    route: '/dashboard/budgets',
+    url: () => '/dashboard/budgets',
+    doc: 'Budgets, a budget, Payback, Report e-mails',
+  },
+  {
+    route: '/dashboard/budgets/:id',
+    url: (m) => `/dashboard/budgets/${m.budget}`,
+    doc: 'Budgets, a budget, Payback, Report e-mails',
+  },
+  {
+    route: '/dashboard/budgets/emails',
+    url: () => '/dashboard/budgets/emails',
+    doc: 'Budgets, a budget, Payback, Report e-mails',
+  },
+  {
+    route: '/dashboard/budgets/payback',
+    url: () => '/dashboard/budgets/payback',
+    doc: 'Budgets, a budget, Payback, Report e-mails',
+  },
+  {
+    route: '/dashboard/events',
+    url: () => '/dashboard/events',
+    doc: 'Overview, Reports (and CSV export), Events, an event',
+  },
+  {
+    route: '/dashboard/events/:id',
+    url: () => '/dashboard/events/evt_none',
+    doc: 'Overview, Reports (and CSV export), Events, an event',
+  },
+  { route: '/dashboard/task-types', url: () => '/dashboard/task-types', doc: 'Task types, a task type' },
+  {
+    route: '/dashboard/task-types/:key',
+    url: () => '/dashboard/task-types/dev_bug_fix',
+    doc: 'Task types, a task type',
+  },
+  {
+    route: '/dashboard/webhooks',
+    url: () => '/dashboard/webhooks',
+    doc: 'Webhooks, a webhook, its delete confirmation',
+  },
+  {
+    route: '/dashboard/webhooks/:id',
+    url: (m) => `/dashboard/webhooks/${m.webhook}`,
+    doc: 'Webhooks, a webhook, its delete confirmation',
+  },
+  {
+    route: '/dashboard/webhooks/:id/delete',
+    url: (m) => `/dashboard/webhooks/${m.webhook}/delete`,
+    doc: 'Webhooks, a webhook, its delete confirmation',
+  },
+  { route: '/dashboard/usage', url: () => '/dashboard/usage', doc: 'Usage, Settings, OpenTelemetry' },
+  { route: '/dashboard/settings', url: () => '/dashboard/settings', doc: 'Usage, Settings, OpenTelemetry' },
+  {
+    route: '/dashboard/opentelemetry',
+    url: () => '/dashboard/opentelemetry',
+    doc: 'Usage, Settings, OpenTelemetry',
+  },
+  {
+    route: '/dashboard/account',
+    url: () => '/dashboard/account',
+    doc: 'Your account (sessions, organisations, password)',
+  },
+  { route: '/dashboard/periods', url: () => '/dashboard/periods', doc: PERIODS_PAGES },
+  {
+    route: '/dashboard/periods/:month',
+    url: (m) => `/dashboard/periods/${m.closedMonth}`,
+    doc: PERIODS_PAGES,
+  },
+  {
+    route: '/dashboard/periods/:month/statement.csv',
+    url: (m) => `/dashboard/periods/${m.closedMonth}/statement.csv`,
+    doc: PERIODS_PAGES,
+  },
+  { route: '/dashboard/members', url: () => '/dashboard/members', doc: MEMBERS_PAGES },
+  {
+    route: '/dashboard/members/:id/remove',
+    url: (m) => `/dashboard/members/${m.ownerMember}/remove`,
+    doc: MEMBERS_PAGES,
+  },
+  {
+    route: '/dashboard/settings/sso',
+    url: () => '/dashboard/settings/sso',
+    doc: 'Single sign-on settings (admins read them, analysts get a note)',
+    hides: { analyst: /Redirect URI|client ID/i },
+  },
 ];
 
 interface Action {
@@ -63,11 +167,14 @@ interface Action {
   fill?: Record<string, string | string[]> | ((m: Made) => Record<string, string | string[]>);
   /** What the next page says when it worked. */
   ok: RegExp;
+  /** The row of docs/people.md's actions table this action is in. */
+  doc: string;
 }
 
 const ACTIONS: Action[] = [
   {
     route: '/dashboard/budgets',
+    doc: 'Budgets: create, edit, delete',
     needs: 'admin',
     form: () => '/dashboard/budgets',
     action: () => '/dashboard/budgets',
@@ -76,6 +183,7 @@ const ACTIONS: Action[] = [
   },
   {
     route: '/dashboard/budgets/:id',
+    doc: 'Budgets: create, edit, delete',
     needs: 'admin',
     form: (m) => `/dashboard/budgets/${m.budget}`,
     action: (m) => `/dashboard/budgets/${m.budget}`,
@@ -84,12 +192,14 @@ const ACTIONS: Action[] = [
   },
   {
     route: '/dashboard/budgets/:id/delete',
+    doc: 'Budgets: create, edit, delete',
     needs: 'admin',
     action: (m) => `/dashboard/budgets/${m.budget}/delete`,
     ok: /deleted/i,
   },
   {
     route: '/dashboard/budgets/emails/alerts',
+    doc: 'Report e-mails: alert e-mails, schedule, send now, delete',
     needs: 'admin',
     form: () => '/dashboard/budgets/emails',
     action: () => '/dashboard/budgets/emails/alerts',
@@ -97,6 +207,7 @@ const ACTIONS: Action[] = [
   },
   {
     route: '/dashboard/budgets/emails',
+    doc: 'Report e-mails: alert e-mails, schedule, send now, delete',
     needs: 'admin',
     form: () => '/dashboard/budgets/emails',
     action: () => '/dashboard/budgets/emails',
@@ -105,18 +216,21 @@ const ACTIONS: Action[] = [
   },
   {
     route: '/dashboard/budgets/emails/:id/send',
+    doc: 'Report e-mails: alert e-mails, schedule, send now, delete',
     needs: 'admin',
     action: (m) => `/dashboard/budgets/emails/${m.schedule}/send`,
     ok: /on its way|already has the report/,
   },
   {
     route: '/dashboard/budgets/emails/:id/delete',
+    doc: 'Report e-mails: alert e-mails, schedule, send now, delete',
     needs: 'admin',
     action: (m) => `/dashboard/budgets/emails/${m.schedule}/delete`,
     ok: /deleted/i,
   },
   {
     route: '/dashboard/budgets/payback/costs',
+    doc: 'Payback: add or delete a fixed cost, FTE hours',
     needs: 'admin',
     form: () => '/dashboard/budgets/payback',
     action: () => '/dashboard/budgets/payback/costs',
@@ -125,12 +239,14 @@ const ACTIONS: Action[] = [
   },
   {
     route: '/dashboard/budgets/payback/costs/:id/delete',
+    doc: 'Payback: add or delete a fixed cost, FTE hours',
     needs: 'admin',
     action: (m) => `/dashboard/budgets/payback/costs/${m.cost}/delete`,
     ok: /deleted/i,
   },
   {
     route: '/dashboard/budgets/payback/fte',
+    doc: 'Payback: add or delete a fixed cost, FTE hours',
     needs: 'admin',
     form: () => '/dashboard/budgets/payback',
     action: () => '/dashboard/budgets/payback/fte',
@@ -139,6 +255,7 @@ const ACTIONS: Action[] = [
   },
   {
     route: '/dashboard/opentelemetry/mappings',
+    doc: 'OpenTelemetry: add or delete a mapping, dismiss or retry unresolved',
     needs: 'admin',
     form: () => '/dashboard/opentelemetry',
     action: () => '/dashboard/opentelemetry/mappings',
@@ -147,24 +264,28 @@ const ACTIONS: Action[] = [
   },
   {
     route: '/dashboard/opentelemetry/mappings/:id/delete',
+    doc: 'OpenTelemetry: add or delete a mapping, dismiss or retry unresolved',
     needs: 'admin',
     action: (m) => `/dashboard/opentelemetry/mappings/${m.mapping}/delete`,
     ok: /deleted|removed/i,
   },
   {
     route: '/dashboard/opentelemetry/unresolved/:id/dismiss',
+    doc: 'OpenTelemetry: add or delete a mapping, dismiss or retry unresolved',
     needs: 'admin',
     action: () => '/dashboard/opentelemetry/unresolved/otlprun_none/dismiss',
     ok: /not found|no longer|dismissed/i,
   },
   {
     route: '/dashboard/opentelemetry/unresolved/retry',
+    doc: 'OpenTelemetry: add or delete a mapping, dismiss or retry unresolved',
     needs: 'admin',
     action: () => '/dashboard/opentelemetry/unresolved/retry',
     ok: /run|retr/i,
   },
   {
     route: '/dashboard/settings',
+    doc: 'Settings: save; API keys: create, revoke',
     needs: 'admin',
     form: () => '/dashboard/settings',
     action: () => '/dashboard/settings',
@@ -173,6 +294,7 @@ const ACTIONS: Action[] = [
   },
   {
     route: '/dashboard/settings/keys',
+    doc: 'Settings: save; API keys: create, revoke',
     needs: 'admin',
     form: () => '/dashboard/settings',
     action: () => '/dashboard/settings/keys',
@@ -181,12 +303,14 @@ const ACTIONS: Action[] = [
   },
   {
     route: '/dashboard/settings/keys/:id/revoke',
+    doc: 'Settings: save; API keys: create, revoke',
     needs: 'admin',
     action: (m) => `/dashboard/settings/keys/${m.key}/revoke`,
     ok: /revoked/i,
   },
   {
     route: '/dashboard/task-types',
+    doc: 'Task types: create, archive; baseline override: set, remove',
     needs: 'admin',
     form: () => '/dashboard/task-types',
     action: () => '/dashboard/task-types',
@@ -195,6 +319,7 @@ const ACTIONS: Action[] = [
   },
   {
     route: '/dashboard/task-types/:key/override',
+    doc: 'Task types: create, archive; baseline override: set, remove',
     needs: 'admin',
     form: () => '/dashboard/task-types/dev_bug_fix',
     action: () => '/dashboard/task-types/dev_bug_fix/override',
@@ -203,18 +328,21 @@ const ACTIONS: Action[] = [
   },
   {
     route: '/dashboard/task-types/:key/override/remove',
+    doc: 'Task types: create, archive; baseline override: set, remove',
     needs: 'admin',
     action: () => '/dashboard/task-types/dev_bug_fix/override/remove',
     ok: /removed|default/i,
   },
   {
     route: '/dashboard/task-types/:key/archive',
+    doc: 'Task types: create, archive; baseline override: set, remove',
     needs: 'admin',
     action: (m) => `/dashboard/task-types/${m.taskType}/archive`,
     ok: /archived/i,
   },
   {
     route: '/dashboard/webhooks',
+    doc: 'Webhooks: create, edit, send a test ping, reactivate, delete',
     needs: 'admin',
     form: () => '/dashboard/webhooks',
     action: () => '/dashboard/webhooks',
@@ -223,6 +351,7 @@ const ACTIONS: Action[] = [
   },
   {
     route: '/dashboard/webhooks/:id',
+    doc: 'Webhooks: create, edit, send a test ping, reactivate, delete',
     needs: 'admin',
     form: (m) => `/dashboard/webhooks/${m.webhook}`,
     action: (m) => `/dashboard/webhooks/${m.webhook}`,
@@ -231,25 +360,134 @@ const ACTIONS: Action[] = [
   },
   {
     route: '/dashboard/webhooks/:id/test',
+    doc: 'Webhooks: create, edit, send a test ping, reactivate, delete',
     needs: 'admin',
     action: (m) => `/dashboard/webhooks/${m.webhook}/test`,
     ok: /ping/i,
   },
   {
     route: '/dashboard/webhooks/:id/reactivate',
+    doc: 'Webhooks: create, edit, send a test ping, reactivate, delete',
     needs: 'admin',
     action: (m) => `/dashboard/webhooks/${m.webhook}/reactivate`,
     ok: /reactivated/i,
   },
   {
     route: '/dashboard/webhooks/:id/delete',
+    doc: 'Webhooks: create, edit, send a test ping, reactivate, delete',
     needs: 'admin',
     form: (m) => `/dashboard/webhooks/${m.webhook}/delete`,
     action: (m) => `/dashboard/webhooks/${m.webhook}/delete`,
     ok: /deleted/i,
   },
   {
+    route: '/dashboard/periods/:month/close',
+    needs: 'admin',
+    form: (m) => `/dashboard/periods/${m.openMonth}`,
+    action: (m) => `/dashboard/periods/${m.openMonth}/close`,
+    fill: { reason: 'Matrix close', confirm: 'yes' },
+    ok: /closed; its statement is frozen/,
+    doc: 'Periods: close a month',
+  },
+  {
+    route: '/dashboard/periods/:month/reopen',
+    needs: 'owner',
+    form: (m) => `/dashboard/periods/${m.closedMonth}`,
+    action: (m) => `/dashboard/periods/${m.closedMonth}/reopen`,
+    fill: { reason: 'Matrix reopen', confirm: 'yes' },
+    ok: /reopened/,
+    doc: 'Periods: reopen a closed month',
+  },
+  {
+    route: '/dashboard/members/invite',
+    needs: 'admin',
+    form: () => '/dashboard/members',
+    action: () => '/dashboard/members/invite',
+    fill: (m) => ({ email: `invited-${m.tag}@example.com`, role: 'analyst' }),
+    ok: /Invitation sent to invited-/,
+    doc: MEMBERS_ADMIN,
+  },
+  {
+    route: '/dashboard/members/invitations/:id/resend',
+    needs: 'admin',
+    action: (m) => `/dashboard/members/invitations/${m.invitation}/resend`,
+    ok: /Invitation sent again/,
+    doc: MEMBERS_ADMIN,
+  },
+  {
+    route: '/dashboard/members/invitations/:id/revoke',
+    needs: 'admin',
+    action: (m) => `/dashboard/members/invitations/${m.invitation}/revoke`,
+    ok: /revoked/,
+    doc: MEMBERS_ADMIN,
+  },
+  {
+    route: '/dashboard/members/:id/role',
+    needs: 'admin',
+    form: () => '/dashboard/members',
+    action: (m) => `/dashboard/members/${m.member}/role`,
+    fill: { role: 'admin' },
+    ok: /is now admin/,
+    doc: MEMBERS_ADMIN,
+  },
+  {
+    route: '/dashboard/members/:id/remove',
+    needs: 'admin',
+    form: (m) => `/dashboard/members/${m.member}/remove`,
+    action: (m) => `/dashboard/members/${m.member}/remove`,
+    ok: /removed/,
+    doc: MEMBERS_ADMIN,
+  },
+  {
+    route: '/dashboard/members/invite',
+    needs: 'owner',
+    form: () => '/dashboard/members',
+    action: () => '/dashboard/members/invite',
+    fill: (m) => ({ email: `owner-${m.tag}@example.com`, role: 'owner' }),
+    ok: /Invitation sent to owner-/,
+    doc: MEMBERS_OWNER,
+  },
+  {
+    route: '/dashboard/members/:id/role',
+    needs: 'owner',
+    form: () => '/dashboard/members',
+    action: (m) => `/dashboard/members/${m.member2}/role`,
+    fill: { role: 'owner' },
+    ok: /is now owner/,
+    doc: MEMBERS_OWNER,
+  },
+  {
+    route: '/dashboard/members/:id/remove',
+    needs: 'owner',
+    form: (m) => `/dashboard/members/${m.ownerMember}/remove`,
+    action: (m) => `/dashboard/members/${m.ownerMember}/remove`,
+    ok: /removed/,
+    doc: MEMBERS_OWNER,
+  },
+  {
+    route: '/dashboard/settings/sso',
+    needs: 'owner',
+    form: () => '/dashboard/settings/sso',
+    action: () => '/dashboard/settings/sso',
+    fill: {
+      issuer: 'https://login.example.com/tenant',
+      client_id: 'tally-dashboard',
+      client_secret: 'matrix-client-secret',
+      allowed_domains: 'example.com',
+    },
+    ok: /Single sign-on saved/,
+    doc: 'Single sign-on: save, remove',
+  },
+  {
+    route: '/dashboard/settings/sso/remove',
+    needs: 'owner',
+    action: () => '/dashboard/settings/sso/remove',
+    ok: /Single sign-on removed/,
+    doc: 'Single sign-on: save, remove',
+  },
+  {
     route: '/dashboard/account/switch',
+    doc: 'Your account: switch organisation, change password, end a session',
     needs: 'analyst',
     action: () => '/dashboard/account/switch',
     fill: { org_id: '' },
@@ -257,6 +495,7 @@ const ACTIONS: Action[] = [
   },
   {
     route: '/dashboard/account/password',
+    doc: 'Your account: switch organisation, change password, end a session',
     needs: 'analyst',
     form: () => '/dashboard/account',
     action: () => '/dashboard/account/password',
@@ -266,9 +505,30 @@ const ACTIONS: Action[] = [
   },
 ];
 
+/** API routes an ingest key may use (DESIGN §3); every other `/v1/…` route needs an admin key. */
+const API_INGEST = new Set([
+  'POST /v1/track',
+  'POST /v1/track/batch',
+  'GET /v1/task-types',
+  'POST /v1/traces',
+]);
+
 /**
- * Routes outside the matrix: signing in and out, ending one's own session, static assets, and
- * the pages of single-use links (password reset, the first owner), open without a session.
+ * API routes that need the owner role: an admin key acts as an admin, so it gets 403
+ * `insufficient_role` (owners act from the dashboard, the operator from the CLI).
+ */
+const API_OWNER = new Map<string, { url: string; payload: object; before?: string }>([
+  [
+    'POST /v1/periods/:month/reopen',
+    // A month closed just before: the refusal is the role's, not the request's.
+    { url: '/v1/periods/2023-01/reopen', payload: { reason: 'matrix' }, before: '/v1/periods/2023-01/close' },
+  ],
+]);
+
+/**
+ * Routes outside the matrix: signing in and out (with a password or single sign-on), ending one's
+ * own session, static assets, and the pages of single-use links (password reset, the first owner,
+ * invitations), open without a session.
  */
 const UNGATED = new Set([
   'GET /dashboard/password-reset',
@@ -277,6 +537,12 @@ const UNGATED = new Set([
   'POST /dashboard/password-reset/:token',
   'GET /dashboard/first-owner/:token',
   'POST /dashboard/first-owner/:token',
+  'GET /dashboard/invitations/:token',
+  'POST /dashboard/invitations/:token',
+  'GET /dashboard/sso',
+  'POST /dashboard/sso',
+  'GET /dashboard/sso/:org/start',
+  'GET /dashboard/sso/callback',
   'GET /dashboard/login',
   'POST /dashboard/login',
   'POST /dashboard/logout',
@@ -285,6 +551,20 @@ const UNGATED = new Set([
   'HEAD /dashboard/assets/:name',
   'HEAD /dashboard/login',
 ]);
+
+/** Whether `role` may do what needs `needs` (owner ⊇ admin ⊇ analyst). */
+function mayDo(role: Role, needs: Role): boolean {
+  return ROLES.indexOf(role) <= ROLES.indexOf(needs);
+}
+
+/** Whether a URL path is one of `route` (`:name` standing for one segment). */
+function routeMatches(route: string, path: string): boolean {
+  const pattern = route
+    .split('/')
+    .map((part) => (part.startsWith(':') ? '[^/]+' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+    .join('/');
+  return new RegExp(`^${pattern}$`).test(path);
+}
 
 /** The fields of the form posting to `action`, as a browser would send them (submit buttons aside). */
 function formFields(body: string, action: string): Map<string, string[]> | null {
@@ -325,6 +605,56 @@ function encode(fields: Map<string, string[]>): string {
   return params.toString();
 }
 
+/** The rows of the tables under docs/people.md's "The matrix": label → its cells. */
+function docMatrix(): Map<string, string[]> {
+  const text = readFileSync(new URL('../../docs/people.md', import.meta.url), 'utf8');
+  const section = /\n## The matrix\n([\s\S]*?)(?:\n## |$)/.exec(text)?.[1] ?? '';
+  const rows = new Map<string, string[]>();
+  for (const line of section.split('\n')) {
+    if (!line.startsWith('|') || /^\|\s*-/.test(line)) continue;
+    const cells = line
+      .split('|')
+      .slice(1, -1)
+      .map((c) => c.trim());
+    const [label, ...rest] = cells;
+    if (label === undefined || /^(Page|Action|API routes)/.test(label)) continue;
+    rows.set(label, rest);
+  }
+  return rows;
+}
+
+describe('the role matrix of docs/people.md', () => {
+  it('lists the same rows and cells as the tables this test walks', () => {
+    const expected = new Map<string, string[]>();
+    const put = (label: string, cells: string[]) => {
+      const before = expected.get(label);
+      if (before && before.join() !== cells.join()) throw new Error(`${label}: rows of one label differ`);
+      expected.set(label, cells);
+    };
+    for (const p of PAGES) put(p.doc, ['✓', '✓', '✓']);
+    for (const a of ACTIONS)
+      put(
+        a.doc,
+        ROLES.map((r) => (mayDo(r, a.needs) ? '✓' : '—')),
+      );
+    const documented = docMatrix();
+    const api = [...documented.entries()].filter(([label]) => label.includes('/v1/'));
+    for (const [label] of api) documented.delete(label);
+    expect(documented).toEqual(expected);
+    // The API table: the ingest routes, the owner's routes, and every other route for admin keys.
+    const routesOf = (label: string) => [...label.matchAll(/`([A-Z]+ \/v1\/[^`]*)`/g)].map((m) => m[1]);
+    const docRoute = (route: string) => route.replace(/:(\w+)/g, '{$1}');
+    const rowOf = (route: string) => api.find(([label]) => routesOf(label).includes(docRoute(route)))?.[1];
+    for (const route of API_INGEST) expect(rowOf(route), route).toEqual(['✓', '✓']);
+    for (const route of API_OWNER.keys()) {
+      expect(rowOf(route)?.[0], route).toContain('insufficient_role');
+      expect(rowOf(route)?.[1], route).toContain('insufficient_scope');
+    }
+    const named = api.flatMap(([label]) => routesOf(label));
+    expect(named.sort()).toEqual([...API_INGEST, ...API_OWNER.keys()].map(docRoute).sort());
+  });
+});
+
 describe.each(ENGINES)('the role matrix (%s)', (engine) => {
   let h: Harness;
   let other: { id: string };
@@ -347,6 +677,7 @@ describe.each(ENGINES)('the role matrix (%s)', (engine) => {
   });
   afterAll(async () => h.close());
 
+  let months = 0;
   async function make(tag: string): Promise<Made> {
     const json = async (method: 'POST', url: string, payload: object) => {
       const res = await h.request({ method, url, payload });
@@ -386,6 +717,17 @@ describe.each(ENGINES)('the role matrix (%s)', (engine) => {
       default_baseline_minutes: 10,
     });
     const key = await createApiKey({ ctx: h.ctx, orgId: h.org.id, name: `k ${tag}`, scope: 'ingest' });
+    const invitation = await json('POST', '/v1/invitations', {
+      email: `pending-${tag}@example.com`,
+      role: 'analyst',
+    });
+    const member = await person(h, `member-${tag}@example.com`, 'analyst');
+    const member2 = await person(h, `member2-${tag}@example.com`, 'analyst');
+    const ownerMember = await person(h, `owner-member-${tag}@example.com`, 'owner');
+    // Two ended months of their own: one left open, one closed.
+    const openMonth = `2024-${String(++months).padStart(2, '0')}`;
+    const closedMonth = `2024-${String(++months).padStart(2, '0')}`;
+    await json('POST', `/v1/periods/${closedMonth}/close`, { reason: `closed for ${tag}` });
     return {
       tag,
       budget: budget.id ?? '',
@@ -395,6 +737,12 @@ describe.each(ENGINES)('the role matrix (%s)', (engine) => {
       webhook: webhook.id ?? '',
       key: key.key.id,
       taskType: taskType.key ?? '',
+      invitation: invitation.id ?? '',
+      member: member.accountId,
+      member2: member2.accountId,
+      ownerMember: ownerMember.accountId,
+      openMonth,
+      closedMonth,
     };
   }
 
@@ -422,6 +770,13 @@ describe.each(ENGINES)('the role matrix (%s)', (engine) => {
           .map((m) => m[1] ?? '')
           .filter((action) => !/^\/dashboard\/(logout|account)/.test(action));
         if (role === 'analyst') expect(changeForms, `${role} ${p.route}`).toEqual([]);
+        // No control the role may not use: every form posts to an action of the table it may do.
+        const unusable = changeForms.filter(
+          (action) => !ACTIONS.some((a) => routeMatches(a.route, action) && mayDo(role, a.needs)),
+        );
+        expect(unusable, `${role} ${p.route}`).toEqual([]);
+        const hidden = p.hides?.[role];
+        if (hidden) expect(body, `${role} ${p.route}`).not.toMatch(hidden);
       }
       // The pages with forms show them to those who may use them.
       const settings = await page(h, cookie, '/dashboard/settings');
@@ -434,7 +789,7 @@ describe.each(ENGINES)('the role matrix (%s)', (engine) => {
       const made = await make(`a${role}`);
       const problems: string[] = [];
       for (const a of ACTIONS) {
-        const allowed = ROLES.indexOf(role) <= ROLES.indexOf(a.needs);
+        const allowed = mayDo(role, a.needs);
         let fields = new Map<string, string[]>();
         if (a.form) {
           const formPage = await page(h, ownerCookie, a.form(made));
@@ -487,12 +842,6 @@ describe.each(ENGINES)('the role matrix (%s)', (engine) => {
       paths: Record<string, Record<string, unknown>>;
     }>();
     const ingest = await createApiKey({ ctx: h.ctx, orgId: h.org.id, name: 'ingest', scope: 'ingest' });
-    const ingestRoutes = new Set([
-      'POST /v1/track',
-      'POST /v1/track/batch',
-      'GET /v1/task-types',
-      'POST /v1/traces',
-    ]);
     let walked = 0;
     for (const [path, methods] of Object.entries(doc.paths)) {
       if (!path.startsWith('/v1/')) continue;
@@ -504,16 +853,23 @@ describe.each(ENGINES)('the role matrix (%s)', (engine) => {
           ['admin', h.org.apiKey],
           ['ingest', ingest.api_key],
         ] as const) {
+          const owners = API_OWNER.get(route);
+          if (owners?.before && scope === 'admin') {
+            const before = await h.request({ method: 'POST', url: owners.before, payload: owners.payload });
+            expect(before.statusCode, before.body).toBeLessThan(300);
+          }
           const res = await h.request({
             method: verb,
-            url,
+            url: owners?.url ?? url,
             apiKey,
-            ...(verb === 'GET' || verb === 'DELETE' ? {} : { payload: {} }),
+            ...(verb === 'GET' || verb === 'DELETE' ? {} : { payload: owners?.payload ?? {} }),
           });
           const code =
             res.statusCode >= 400 ? res.json<{ error?: { code?: string } }>().error?.code : undefined;
-          if (scope === 'ingest' && !ingestRoutes.has(route)) {
+          if (scope === 'ingest' && !API_INGEST.has(route)) {
             expect(code, `${scope} ${route}`).toBe('insufficient_scope');
+          } else if (scope === 'admin' && API_OWNER.has(route)) {
+            expect(code, `${scope} ${route}`).toBe('insufficient_role');
           } else {
             expect(
               ['insufficient_scope', 'insufficient_role', 'missing_authorization'],

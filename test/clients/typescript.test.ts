@@ -383,7 +383,7 @@ describe('the TypeScript client against tally serve', () => {
     expect((await tally.reportSchedules.list()).data).toEqual([]);
   });
 
-  it('closes, reads and reopens a month as the API does', async () => {
+  it('closes and reads a month, and is refused reopening it with an admin key, as the API does', async () => {
     const closed = await tally.periods.close('2024-01', 'TS books');
     expect(closed).toMatchObject({ month: '2024-01', reason: 'TS books', totals: { events: 0 } });
     await expect(tally.periods.close('2024-01', 'again')).rejects.toMatchObject({
@@ -399,8 +399,13 @@ describe('the TypeScript client against tally serve', () => {
     expect((await tally.periods.csv('2024-01')).split('\r\n')[0]).toBe(
       'dimension,key,events,hours_saved,cost_saved,agent_cost,net_saved',
     );
-    expect((await tally.periods.reopen('2024-01', 'TS fix')).reopen_reason).toBe('TS fix');
+    // Reopening needs the owner role: an admin key is refused (an owner reopens in the dashboard).
+    await expect(tally.periods.reopen('2024-01', 'TS fix')).rejects.toMatchObject({
+      code: 'insufficient_role',
+      status: 403,
+    });
     expect((await tally.periods.statements('2024-01')).data).toHaveLength(1);
+    expect((await tally.periods.get('2024-01')).reopened_at).toBeNull();
   });
 
   it('invites, resends and revokes, and manages members with their roles', async () => {

@@ -536,8 +536,11 @@ describe('the OpenAPI document', () => {
       expect((await get(path, url)).statusCode).toBe(200);
       expect((await get(path, url.replace('2026-09', '2026-08'))).statusCode).toBe(404);
     }
-    expect((await post(reopen, '/v1/periods/2026-09/reopen', { reason: 'fix' })).statusCode).toBe(200);
-    expect((await post(reopen, '/v1/periods/2026-09/reopen', { reason: 'fix' })).statusCode).toBe(422);
+    // Reopening needs the owner role; an admin key acts as an admin (docs/people.md, the matrix).
+    const refused = await post(reopen, '/v1/periods/2026-09/reopen', { reason: 'fix' });
+    expect(refused.statusCode).toBe(403);
+    expect(refused.json().error.code).toBe('insufficient_role');
+    expect((await post(reopen, '/v1/periods/2026-09/reopen', {})).statusCode).toBe(422);
 
     // Members and invitations
     h.clock.advance(1000);
@@ -615,15 +618,18 @@ describe('the OpenAPI document', () => {
     ).toBe(201);
     expect((await call(restate, { method: 'POST', url: restate, payload: change })).statusCode).toBe(422);
 
-    // Every operation answered at least one success and one error.
+    // Every operation answered at least one success and one error; reopening a month needs the
+    // owner role, which no API key holds, so its success is the dashboard's and the CLI's
+    // (test/periods/).
     const seen = checker.seen();
+    const ownersOnly = new Set(['reopenPeriod']);
     for (const item of Object.values(doc.paths)) {
       for (const { operationId } of Object.values(item)) {
         const statuses = [...(seen.get(operationId) ?? [])];
         expect(
           statuses.some((s) => s < '400'),
           `${operationId} success`,
-        ).toBe(true);
+        ).toBe(!ownersOnly.has(operationId));
         expect(
           statuses.some((s) => s >= '400'),
           `${operationId} error`,

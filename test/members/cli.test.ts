@@ -145,4 +145,43 @@ describe.each(ENGINES)('tally members (%s)', (engine) => {
       'member.removed',
     ]);
   }, 120_000);
+
+  it('resends an invitation with a new link and revokes it; a revoked one is not sent again', async () => {
+    const invited = json<{ invitation: { id: string }; url: string }>(
+      await runCli(
+        ['members', 'invite', '--org', orgId, '--email', 'cy@example.com', '--role', 'analyst', '--json'],
+        env,
+      ),
+    );
+    const id = invited.invitation.id;
+    const resent = await runCli(['members', 'resend', id, '--org', orgId], env);
+    expect(resent.code, resent.stderr).toBe(0);
+    expect(resent.stdout).toMatch(new RegExp(`^Sent again cy@example\\.com as analyst \\(${id}\\), until `));
+    const link = /Link \(single use\): (\S+)/.exec(resent.stdout)?.[1];
+    expect(link).toMatch(/^https:\/\/tally\.example\.com\/dashboard\/invitations\/[A-Za-z0-9_-]{43}$/);
+    expect(link).not.toBe(invited.url);
+    const mails = await storage.db
+      .selectFrom('emails')
+      .select('body')
+      .where('to_address', '=', 'cy@example.com')
+      .execute();
+    expect(mails.map((m) => m.body.includes(link ?? '-'))).toEqual([false, true]);
+
+    const revoked = json<{ invitation: { id: string; status: string } }>(
+      await runCli(['members', 'revoke', id, '--org', orgId, '--json'], env),
+    );
+    expect(revoked.invitation).toMatchObject({ id, status: 'revoked' });
+    const human = await runCli(['members', 'revoke', id, '--org', orgId], env);
+    expect(human.stdout.trim()).toBe(`Revoked the invitation of cy@example.com (${id}).`);
+    expect(failure(await runCli(['members', 'resend', id, '--org', orgId], env))).toMatch(
+      /^tally: invitation_closed: The invitation was revoked/,
+    );
+    expect(failure(await runCli(['members', 'revoke', 'inv_nope', '--org', orgId], env))).toMatch(
+      /^tally: not_found:/,
+    );
+    const pending = json<{ invitations: Array<{ id: string }> }>(
+      await runCli(['members', 'list', '--org', orgId, '--json'], env),
+    );
+    expect(pending.invitations.map((i) => i.id)).not.toContain(id);
+  }, 120_000);
 });

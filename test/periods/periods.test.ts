@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKey } from '../../src/orgs/api-keys.js';
+import { person, personSession } from '../accounts/support.js';
+import { csrfOf, page, post } from '../dashboard/support.js';
 import { ENGINES } from '../support/engines.js';
 import { createHarness, type Harness, type TestOrg } from '../support/harness.js';
 import { parseCsv } from '../reports/csv-parse.js';
@@ -243,24 +245,48 @@ describe.each(ENGINES)('closed months (%s)', (engine) => {
     expect(rows.map((r) => [r[0], r[1], figures(r)])).toEqual(expected);
   });
 
-  it('reopens only with an admin key and a reason, audited; a new close keeps the old statement', async () => {
+  it('reopens only as an owner and with a reason, audited; a new close keeps the old statement', async () => {
     const ingest = await createApiKey({ ctx: h.ctx, orgId: org.id, scope: 'ingest' });
     const refused = await call('POST', '/v1/periods/2026-10/reopen', { reason: 'fix' }, ingest.api_key);
     expect(refused.statusCode).toBe(403);
+    expect(refused.json().error.code).toBe('insufficient_scope');
     expect((await call('POST', '/v1/periods/2026-10/reopen', {})).statusCode).toBe(422);
-    expect((await call('POST', '/v1/periods/2026-09/reopen', { reason: 'x' })).statusCode).toBe(404);
+    // An admin key acts as an admin: reopening needs the owner role.
+    const asAdmin = await call('POST', '/v1/periods/2026-10/reopen', { reason: 'late invoice' });
+    expect(asAdmin.statusCode).toBe(403);
+    expect(asAdmin.json().error).toMatchObject({
+      code: 'insufficient_role',
+      message: 'An admin key may not do this; it needs the owner role.',
+    });
+    expect((await call('GET', '/v1/periods')).json().data[0]).toMatchObject({ status: 'closed' });
+
+    // An owner, signed in to the dashboard, reopens it; a month never closed is not found.
+    await person(h, 'olive@example.com', 'owner', org);
+    const cookie = await personSession(h, 'olive@example.com');
+    const reopen = async (month: string, reason: string) => {
+      const csrf = csrfOf((await page(h, cookie, `/dashboard/periods/${month}`)).body);
+      const res = await post(h, cookie, `/dashboard/periods/${month}/reopen`, {
+        csrf_token: csrf,
+        reason,
+        confirm: 'yes',
+      });
+      expect(res.statusCode).toBe(303);
+      return (await page(h, cookie, String(res.headers.location))).body;
+    };
+    expect(await reopen('2026-09', 'x')).toContain('Not done: Closed period 2026-09');
 
     h.clock.advance(60_000);
-    const reopened = await call('POST', '/v1/periods/2026-10/reopen', { reason: 'late invoice from bot-4' });
-    expect(reopened.statusCode, reopened.body).toBe(200);
-    expect(reopened.json()).toMatchObject({
+    expect(await reopen('2026-10', 'late invoice from bot-4')).toContain('October 2026 reopened.');
+    const reopened = await call('GET', '/v1/periods/2026-10/statements');
+    expect(reopened.json<Listed>().data[0]).toMatchObject({
       id: statement.id,
       reopened_at: '2026-11-20T12:02:00.000Z',
-      reopened_by: org.keyId,
+      // A person holds no key: the audit log names them.
+      reopened_by: null,
       reopen_reason: 'late invoice from bot-4',
       totals: statement.totals,
     });
-    expect((await call('POST', '/v1/periods/2026-10/reopen', { reason: 'twice' })).statusCode).toBe(422);
+    expect(await reopen('2026-10', 'twice')).toContain('Not done: month 2026-10 is not closed');
     expect((await call('GET', '/v1/periods')).json().data[0]).toMatchObject({ status: 'open' });
     const report = (await call('GET', '/v1/reports/cost-saved?period=90d')).json();
     expect(report.closed_periods).toBeUndefined();
@@ -280,10 +306,10 @@ describe.each(ENGINES)('closed months (%s)', (engine) => {
 
     const audit = (await call('GET', '/v1/audit-log')).json<Listed>().data;
     const periods = audit.filter((a) => a.target === 'period:2026-10');
-    expect(periods.map((a) => [a.action, a.reason, a.actor_key_id])).toEqual([
-      ['period.closed', 'October books, v2', org.keyId],
-      ['period.reopened', 'late invoice from bot-4', org.keyId],
-      ['period.closed', 'October books', org.keyId],
+    expect(periods.map((a) => [a.action, a.reason, a.actor_key_id, a.actor_email])).toEqual([
+      ['period.closed', 'October books, v2', org.keyId, null],
+      ['period.reopened', 'late invoice from bot-4', null, 'olive@example.com'],
+      ['period.closed', 'October books', org.keyId, null],
     ]);
   });
 

@@ -386,7 +386,7 @@ class Tally:
         return cast(PeriodStatement, self._call("POST", path, body={"reason": reason}, retry="rate_limited"))
 
     def reopen_period(self, month: str, reason: str) -> PeriodStatement:
-        """Reopens a closed month (admin key); its statement stays in the history."""
+        """Reopens a closed month; needs the owner role, so an admin key gets 403 insufficient_role."""
         path = f"/v1/periods/{_seg(month)}/reopen"
         return cast(PeriodStatement, self._call("POST", path, body={"reason": reason}, retry="rate_limited"))
 

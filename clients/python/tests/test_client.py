@@ -405,7 +405,7 @@ class BudgetsAndPaybackTest(unittest.TestCase):
 
 
 class PeriodsTest(unittest.TestCase):
-    def test_closes_reads_and_reopens_a_month(self) -> None:
+    def test_closes_and_reads_a_month_and_an_admin_key_may_not_reopen_it(self) -> None:
         tally = Tally(api_key=service.api_key, base_url=service.base_url)
         closed = tally.close_period("2024-02", "Py books")
         self.assertEqual((closed["month"], closed["reason"], closed["totals"]["events"]), ("2024-02", "Py books", 0))
@@ -417,8 +417,12 @@ class PeriodsTest(unittest.TestCase):
         self.assertEqual(tally.period_changes("2024-02")["entries"], [])
         header = tally.period_statement_csv("2024-02").split("\r\n")[0]
         self.assertEqual(header, "dimension,key,events,hours_saved,cost_saved,agent_cost,net_saved")
-        self.assertEqual(tally.reopen_period("2024-02", "Py fix")["reopen_reason"], "Py fix")
+        # Reopening needs the owner role: an admin key is refused (an owner reopens in the dashboard).
+        with self.assertRaises(TallyError) as refused:
+            tally.reopen_period("2024-02", "Py fix")
+        self.assertEqual((refused.exception.code, refused.exception.status), ("insufficient_role", 403))
         self.assertEqual(len(tally.period_statements("2024-02")), 1)
+        self.assertIsNone(tally.get_period("2024-02")["reopened_at"])
 
 
 class WebhookTest(unittest.TestCase):

@@ -445,7 +445,7 @@ export class Tally {
         retry: 'rate_limited',
         signal: call?.signal,
       }),
-    /** Reopens a closed month (admin key); its statement stays in the history. */
+    /** Reopens a closed month; needs the owner role, so an admin key gets 403 insufficient_role. */
     reopen: (month: string, reason: string, call?: CallOptions) =>
       this.request<T.PeriodStatement>({
         method: 'POST',

@@ -1,6 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Actor } from '../../accounts/actor.js';
 import { signInWithPassword } from '../../accounts/sign-in.js';
+import { passwordsAllowed } from '../../sso/connections.js';
+import { continuePage } from './sso.js';
 import {
   endAccountSessionByHandle,
   endOtherSessions,
@@ -9,7 +11,7 @@ import {
   switchSessionOrg,
   dropAnySession,
 } from '../../accounts/sessions.js';
-import { getAccount, setPassword } from '../../accounts/store.js';
+import { getAccount, membershipsOf, setPassword } from '../../accounts/store.js';
 import { liveToken, redeemFirstOwner, requestPasswordReset, resetPassword } from '../../accounts/tokens.js';
 import { verifyPassword } from '../../accounts/passwords.js';
 import { recordAudit } from '../../audit/audit-log.js';
@@ -207,12 +209,29 @@ export function registerAccountPages(dash: FastifyInstance, app: FastifyInstance
       if (problem.status === 404) return sendPublic(reply, 404, 'Set a new password', gone);
       return sendPublic(reply, problem.status, 'Set a new password', resetForm(token, problem.message));
     }
+    // The new password opens only an organisation that allows passwords, as a sign-in would.
+    let orgId: string | null = null;
+    for (const m of await membershipsOf(ctx, done.account.id)) {
+      if (await passwordsAllowed(ctx, m.orgId)) {
+        orgId = m.orgId;
+        break;
+      }
+    }
+    if (orgId === null) {
+      return sendPublic(
+        reply,
+        200,
+        'Set a new password',
+        html`<p>Your password is set. Your organisation signs in with single sign-on only.</p>
+          <p><a href="/dashboard/sso">Sign in with single sign-on</a></p>`,
+      );
+    }
     await signInBrowser({
       ctx,
       request,
       reply,
       accountId: done.account.id,
-      orgId: done.orgId,
+      orgId,
       method: 'reset',
     });
     return reply.redirect('/dashboard', 303);
@@ -326,6 +345,12 @@ export function registerAccountPages(dash: FastifyInstance, app: FastifyInstance
         return send(
           429,
           `Too many failed sign-ins for this e-mail address or from your address. Try again in ${seconds} s.`,
+        );
+      }
+      if (result.reason === 'single_sign_on_only') {
+        return send(
+          403,
+          'Your organisation signs in with single sign-on only. Use “Sign in with single sign-on” below.',
         );
       }
       if (result.reason === 'no_membership') {
@@ -563,6 +588,12 @@ export function registerAccountPages(dash: FastifyInstance, app: FastifyInstance
       throw new AppError('not_found', 'You are not a member of that organisation.');
     }
     const ctx = serviceCtx(app.tally);
+    // An organisation with single sign-on only is entered through its identity provider, from
+    // any session: the switch goes there, and its sign-in opens a session in that organisation.
+    if (!(await passwordsAllowed(ctx, target.orgId))) {
+      const start = `/dashboard/sso/${encodeURIComponent(target.orgId)}/start`;
+      return reply.type('text/html; charset=utf-8').send(continuePage(start));
+    }
     await switchSessionOrg(ctx, s.id, target.orgId);
     const actor: Actor = { kind: 'person', accountId: s.accountId, email: s.email, role: target.role };
     await recordAudit(await personCtx(ctx, target.orgId, actor), {

@@ -294,18 +294,24 @@ function registerMemberControls(dash: FastifyInstance, app: FastifyInstance): vo
   dash.get<{ Params: { id: string } }>('/members/:id/remove', async (request, reply) => {
     const ctx = dashboardCtx(app, request);
     const m = await getMember({ ctx, accountId: request.params.id.slice(0, MAX_ID) });
-    const body = html`<section class="panel">
-      <h2>Remove ${m.email} from ${ctx.org.name}?</h2>
-      <p>Their sessions in this organisation end at their next request. They can be invited again.</p>
-      <div class="button-row">
-        <form method="post" action="/dashboard/members/${m.account_id}/remove">
-          ${csrfField(session(request).csrfToken)}<button type="submit" class="button danger">
-            Remove member
-          </button>
-        </form>
-        <a class="button quiet" href="${back}">Cancel</a>
-      </div>
-    </section>`;
+    const body = !manages(ctx, m.role)
+      ? html`<section class="panel">
+          <h2>Remove ${m.email} from ${ctx.org.name}</h2>
+          <p>Only ${m.role === 'owner' ? 'an owner' : 'an owner or an admin'} can remove this member.</p>
+          <p><a class="button quiet" href="${back}">Back to the members</a></p>
+        </section>`
+      : html`<section class="panel">
+          <h2>Remove ${m.email} from ${ctx.org.name}?</h2>
+          <p>Their sessions in this organisation end at their next request. They can be invited again.</p>
+          <div class="button-row">
+            <form method="post" action="/dashboard/members/${m.account_id}/remove">
+              ${csrfField(session(request).csrfToken)}<button type="submit" class="button danger">
+                Remove member
+              </button>
+            </form>
+            <a class="button quiet" href="${back}">Cancel</a>
+          </div>
+        </section>`;
     return sendPage(request, reply, { title: 'Remove member', section: 'Members', body });
   });
 

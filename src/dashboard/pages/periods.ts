@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { hasRole } from '../../accounts/authorize.js';
 import { planAtLeast } from '../../billing/plans.js';
 import type { OrgCtx } from '../../context.js';
 import { AppError } from '../../errors.js';
@@ -352,15 +353,17 @@ export function registerPeriodPages(dash: FastifyInstance, app: FastifyInstance)
         return html`${back}
           <p>${monthName(month)} is open: it has never been closed.</p>
           ${
-            ended
+            ended && hasRole(ctx, 'admin')
               ? html`<section class="panel">
                   <h2>Close ${monthName(month)}</h2>
                   ${reasonForm(`${base}/close`, token, 'Reason', `Close ${monthName(month)}`, 'Freeze the statement of this month as it stands now')}
                 </section>`
-              : html`<p class="muted">
-                  It can be closed once it has ended, from
-                  ${dateTime(new Date(monthRange(month).to).toISOString())}.
-                </p>`
+              : ended
+                ? html`<p class="muted">An admin or an owner can close it.</p>`
+                : html`<p class="muted">
+                    It can be closed once it has ended, from
+                    ${dateTime(new Date(monthRange(month).to).toISOString())}.
+                  </p>`
           }`;
       }
       const period = await getPeriod({ ctx, month });
@@ -384,16 +387,22 @@ export function registerPeriodPages(dash: FastifyInstance, app: FastifyInstance)
           ${statementTables(period)}
         </section>
         ${changesSection(changes)}
-        <section class="panel no-print">
-          ${
-            closed
-              ? html`<h2>Reopen ${monthName(month)}</h2>
-                  <p class="muted">The statement stays in the history; the month can then be closed again.</p>
-                  ${reasonForm(`${base}/reopen`, token, 'Reason', `Reopen ${monthName(month)}`, 'Reopen this closed month (audited)')}`
-              : html`<h2>Close ${monthName(month)} again</h2>
-                  ${reasonForm(`${base}/close`, token, 'Reason', `Close ${monthName(month)}`, 'Freeze a new statement of this month as it stands now')}`
-          }
-        </section>
+        ${
+          closed && hasRole(ctx, 'owner')
+            ? html`<section class="panel no-print">
+                <h2>Reopen ${monthName(month)}</h2>
+                <p class="muted">The statement stays in the history; the month can then be closed again.</p>
+                ${reasonForm(`${base}/reopen`, token, 'Reason', `Reopen ${monthName(month)}`, 'Reopen this closed month (audited)')}
+              </section>`
+            : closed
+              ? html`<p class="muted no-print">Only an owner can reopen a closed month.</p>`
+              : hasRole(ctx, 'admin')
+                ? html`<section class="panel no-print">
+                    <h2>Close ${monthName(month)} again</h2>
+                    ${reasonForm(`${base}/close`, token, 'Reason', `Close ${monthName(month)}`, 'Freeze a new statement of this month as it stands now')}
+                  </section>`
+                : ''
+        }
         ${
           history.length > 1
             ? html`<section class="panel no-print">
@@ -436,8 +445,7 @@ export function registerPeriodPages(dash: FastifyInstance, app: FastifyInstance)
   dash.post<{ Params: { month: string }; Body: Form }>('/periods/:month/reopen', async (request, reply) => {
     const month = monthParam(request.params.month);
     return attempt(app, request, reply, `/dashboard/periods/${month}`, async (reason) => {
-      // Dashboard sessions are admin keys' (sessions.ts).
-      await reopenPeriod({ ctx: { ...dashboardCtx(app, request), keyScope: 'admin' }, month, reason });
+      await reopenPeriod({ ctx: dashboardCtx(app, request), month, reason });
       return `${monthName(month)} reopened.`;
     });
   });

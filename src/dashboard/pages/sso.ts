@@ -88,7 +88,7 @@ function entryPage(input: { message: string | null; email?: string }): string {
 }
 
 /** After the e-mail: on to the organisation's start, at once (and a link, should refresh be off). */
-function continuePage(start: string): string {
+export function continuePage(start: string): string {
   return `<!doctype html>\n${
     html`<html lang="en">
       <head>

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { count, hours, money } from '../../../src/dashboard/format.js';
+import { PASSWORD, person } from '../../accounts/support.js';
 import { startE2E, tableRows, type E2E } from './browser.js';
 import { seedEvents } from './seed.js';
 
@@ -50,8 +51,11 @@ describe(
     beforeAll(async () => {
       e = await startE2E();
       await seedEvents(e.h, e.h.org.apiKey, 200);
+      // An owner: reopening a closed month needs the owner role.
+      await person(e.h, 'olive@example.com', 'owner');
+      await person(e.h, 'adam@example.com', 'admin');
       ({ page } = await e.open());
-      await e.signIn(page);
+      await e.signInAs(page, 'olive@example.com', PASSWORD);
     });
     afterAll(async () => {
       await e?.close();
@@ -169,6 +173,15 @@ describe(
       expect(await page.locator('.banner.closed-month').count()).toBe(0);
     });
 
+    it('shows an admin the closed month without the reopening form', async () => {
+      const admin = await e.open();
+      await e.signInAs(admin.page, 'adam@example.com', PASSWORD);
+      await admin.page.goto('/dashboard/periods/2026-10');
+      expect(await admin.page.getByRole('button', { name: 'Reopen October 2026' }).count()).toBe(0);
+      expect(await admin.page.getByText('Only an owner can reopen a closed month.').count()).toBe(1);
+      await admin.page.screenshot({ path: `${DIR}/period-closed-as-admin.png`, fullPage: true });
+    });
+
     it('reopens the month with a reason, audited, and keeps the earlier statement', async () => {
       e.h.clock.advance(60_000);
       await page.goto('/dashboard/periods/2026-10');
@@ -202,7 +215,7 @@ describe(
 
       // On a phone the page itself never scrolls sideways (wide tables scroll in their own box).
       const phone = await e.open({ width: 390, height: 844 });
-      await e.signIn(phone.page);
+      await e.signInAs(phone.page, 'olive@example.com', PASSWORD);
       await phone.page.goto('/dashboard/periods/2026-10');
       const width = await phone.page.evaluate(() => document.documentElement.scrollWidth);
       expect(width).toBeLessThanOrEqual(390);
