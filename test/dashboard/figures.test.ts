@@ -71,12 +71,17 @@ describe.each(ENGINES)('dashboard figures against the API (%s)', (engine) => {
     expect((now.body.match(/vs previous period/g) ?? []).length).toBeGreaterThanOrEqual(5);
   });
 
-  it('shows a report equal to the API for the same query', async () => {
+  async function reportMatchesApi() {
     const q = 'period=90d&group_by=agent%2Cclient&sort=agent_cost&top=7';
     const api = (await h.request({ method: 'GET', url: `/v1/reports/time-saved?${q}` })).json<{
       rows: Row[];
     }>();
     const body = (await page(h, cookie, `/dashboard/reports?${q}`)).body;
+    // The review columns show only where a row has measured review time.
+    const reviewed = api.rows.some((r) => r.review_hours !== 0 || r.review_cost !== 0);
+    expect(body.includes('>Review hours<') || body.includes('Review hours\n'), 'review columns').toBe(
+      reviewed,
+    );
     const table = body.slice(
       body.indexOf('<table id="report-table"'),
       body.indexOf('</table>', body.indexOf('<table id="report-table"')),
@@ -89,10 +94,38 @@ describe.each(ENGINES)('dashboard figures against the API (%s)', (engine) => {
         money(r.cost_saved, 'EUR'),
         money(r.agent_cost, 'EUR'),
         money(r.net_saved, 'EUR'),
-        hours(r.review_hours),
-        money(r.review_cost, 'EUR'),
+        ...(reviewed ? [hours(r.review_hours), money(r.review_cost, 'EUR')] : []),
       ]),
     );
+    return reviewed;
+  }
+
+  it('shows a report equal to the API for the same query', async () => {
+    expect(await reportMatchesApi()).toBe(false);
+  });
+
+  it('shows the review columns once an event of the view has a measured review', async () => {
+    // An event of the view's first row (agent and client), so the view holds its review.
+    const top = (
+      await h.request({
+        method: 'GET',
+        url: '/v1/reports/time-saved?period=90d&group_by=agent%2Cclient&sort=agent_cost&top=1',
+      })
+    ).json<{ rows: Row[] }>().rows[0];
+    const filter = new URLSearchParams({ limit: '100', agent_id: String(top?.group.agent_id ?? '') });
+    const listed = await h.request({ method: 'GET', url: `/v1/events?${filter}` });
+    expect(listed.statusCode, listed.body).toBe(200);
+    const eventId =
+      listed
+        .json<{ data: Array<{ event_id: string; metadata: { client_id?: string } | null }> }>()
+        .data.find((e) => (e.metadata?.client_id ?? null) === (top?.group.client_id ?? null))?.event_id ?? '';
+    const review = await h.request({
+      method: 'POST',
+      url: `/v1/events/${eventId}/review`,
+      payload: { review_minutes: 12, verdict: 'corrected' },
+    });
+    expect(review.statusCode, review.body).toBe(201);
+    expect(await reportMatchesApi()).toBe(true);
   });
 
   it('warns on the Overview past 80% of the included events and about a failing webhook', async () => {

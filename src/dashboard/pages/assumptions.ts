@@ -52,7 +52,7 @@ export function historyTable(
       b.recorded_at.localeCompare(a.recorded_at),
   );
   return html`<div class="table-wrap">
-    <table id="assumption-history">
+    <table id="assumption-history" class="card-rows">
       <caption class="sr-only">
         ${caption}
       </caption>
@@ -70,16 +70,20 @@ export function historyTable(
         ${ordered.map(
           (v) =>
             html`<tr>
-              <td>${KIND_LABELS[v.kind]}${v.key === null ? '' : html` <code>${v.key}</code>`}</td>
-              <td>${valueText(v.kind, v.value, currency)}</td>
-              <td>${v.effective_from === null ? 'The beginning' : dateTime(v.effective_from)}</td>
-              <td>${dateTime(v.recorded_at)}</td>
-              <td>
+              <td data-label="Assumption">
+                ${KIND_LABELS[v.kind]}${v.key === null ? '' : html` <code>${v.key}</code>`}
+              </td>
+              <td data-label="Value">${valueText(v.kind, v.value, currency)}</td>
+              <td data-label="Applies from">
+                ${v.effective_from === null ? 'The beginning' : dateTime(v.effective_from)}
+              </td>
+              <td data-label="Recorded">${dateTime(v.recorded_at)}</td>
+              <td data-label="Status">
                 <span class="badge status-${v.status}">${STATUS_LABELS[v.status]}</span>${
                   v.restatement_id ? html` <span class="badge">Restated</span>` : ''
                 }
               </td>
-              <td class="wrap">${v.reason ?? html`<span class="muted">—</span>`}</td>
+              <td class="wrap" data-label="Reason">${v.reason ?? html`<span class="muted">—</span>`}</td>
             </tr>`,
         )}
       </tbody>

@@ -217,8 +217,15 @@ export function registerEventPages(dash: FastifyInstance, app: FastifyInstance):
             pricing?.assumptions
               ? html`<li>
                   <strong>Assumption versions</strong> in force at its occurred_at: baseline
-                  <code>${pricing.assumptions.baseline ?? 'built-in or request'}</code>, hourly rate
-                  <code>${pricing.assumptions.hourly_rate ?? '—'}</code>, outcome credit
+                  ${
+                    pricing.assumptions.baseline === null || pricing.assumptions.baseline === undefined
+                      ? html`<span class="muted"
+                          >none
+                          (${event.resolved_baseline_source === 'request' ? 'sent with the event' : "Tally's built-in default"})</span
+                        >`
+                      : html`<code>${pricing.assumptions.baseline}</code>`
+                  },
+                  hourly rate <code>${pricing.assumptions.hourly_rate ?? '—'}</code>, outcome credit
                   <code>${pricing.assumptions.outcome_credit ?? '—'}</code>.
                 </li>`
               : ''

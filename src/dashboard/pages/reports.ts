@@ -216,6 +216,9 @@ export function registerReportPages(dash: FastifyInstance, app: FastifyInstance)
       const shown = (k: string, v: string | null) =>
         v === null ? '(none)' : k === 'task_type' ? names.name(v) : v;
       const labels = report.rows.map((r) => keys.map((k) => shown(k, r.group[k] ?? null)).join(' · '));
+      // Review columns only where a row has measured review time: most views have none, and the
+      // table then keeps the chart beside it. The CSV and the API always carry them.
+      const reviewed = report.rows.some((r) => r.review_hours !== 0 || r.review_cost !== 0);
       let chart: SafeHtml;
       if (timeOnly) {
         const key = keys[0] ?? 'day';
@@ -258,7 +261,7 @@ export function registerReportPages(dash: FastifyInstance, app: FastifyInstance)
           >
           to <span class="nowrap">${report.meta.range.to.slice(0, 10)}</span>, UTC).
         </p>
-        <div class="${timeOnly || view.input.groupBy.length > 1 ? 'report stacked' : 'report'}">
+        <div class="${timeOnly || view.input.groupBy.length > 1 || reviewed ? 'report stacked' : 'report'}">
           <div class="table-wrap">
             <table id="report-table">
               <caption class="sr-only">
@@ -273,8 +276,12 @@ export function registerReportPages(dash: FastifyInstance, app: FastifyInstance)
                         ${METRIC_LABELS[m]}
                       </th>`,
                   )}
-                  <th scope="col" class="num">Review hours</th>
-                  <th scope="col" class="num">Review cost</th>
+                  ${
+                    reviewed
+                      ? html`<th scope="col" class="num">Review hours</th>
+                          <th scope="col" class="num">Review cost</th>`
+                      : ''
+                  }
                 </tr>
               </thead>
               <tbody>
@@ -295,8 +302,12 @@ export function registerReportPages(dash: FastifyInstance, app: FastifyInstance)
                       <td class="num">${fmt(r.cost_saved)}</td>
                       <td class="num">${fmt(r.agent_cost)}</td>
                       <td class="num">${fmt(r.net_saved)}</td>
-                      <td class="num">${hours(r.review_hours)}</td>
-                      <td class="num">${fmt(r.review_cost)}</td>
+                      ${
+                        reviewed
+                          ? html`<td class="num">${hours(r.review_hours)}</td>
+                              <td class="num">${fmt(r.review_cost)}</td>`
+                          : ''
+                      }
                     </tr>`,
                 )}
               </tbody>

@@ -59,12 +59,13 @@ function reviewForm(eventId: string, token: string, back: string, label: string)
 
 function figureCells(f: ReturnType<typeof figuresView>, currency: string): SafeHtml {
   // Hours to the micro-unit, as stored: a ledger's entries add up exactly on the page too.
-  return html`<td class="num">${decimal(f.hours_saved)}</td>
-    <td class="num">${money(f.cost_saved, currency)}</td>
-    <td class="num">${money(f.agent_cost, currency)}</td>
-    <td class="num">${money(f.net_saved, currency)}</td>
-    <td class="num">${decimal(f.review_hours)}</td>
-    <td class="num">${money(f.review_cost, currency)}</td>`;
+  // `data-label` names each cell where a phone shows the rows as cards (dashboard.css).
+  return html`<td class="num" data-label="Hours saved">${decimal(f.hours_saved)}</td>
+    <td class="num" data-label="Cost saved">${money(f.cost_saved, currency)}</td>
+    <td class="num" data-label="Agent cost">${money(f.agent_cost, currency)}</td>
+    <td class="num" data-label="Net saved">${money(f.net_saved, currency)}</td>
+    <td class="num" data-label="Review hours">${decimal(f.review_hours)}</td>
+    <td class="num" data-label="Review cost">${money(f.review_cost, currency)}</td>`;
 }
 
 /**
@@ -119,7 +120,7 @@ export async function ledgerPanel(ctx: OrgCtx, eventId: string, csrfToken: strin
     <section class="panel" aria-labelledby="ledger-heading">
       <h2 id="ledger-heading">Figures and adjustments</h2>
       <div class="table-wrap">
-        <table class="ledger">
+        <table class="ledger card-rows">
           <thead>
             <tr>
               <th scope="col">Entry</th>
