@@ -323,6 +323,7 @@ export function registerAssumptionPages(dash: FastifyInstance, app: FastifyInsta
     try {
       const r = await restate({
         ctx,
+        onBackgroundError: (error) => app.log.error({ err: error }, 'restatement: applying failed; it resumes'),
         input: { ...changeOf(request.body), reason: field(request.body, 'reason') },
       });
       return redirectWithNotice(
@@ -330,7 +331,9 @@ export function registerAssumptionPages(dash: FastifyInstance, app: FastifyInsta
         request,
         reply,
         back,
-        `Restatement ${r.id} recorded from ${dateTime(r.version.effective_from)}.`,
+        r.status === 'applied'
+          ? `Restatement ${r.id} applied from ${dateTime(r.version.effective_from)}: ${r.events_adjusted} events adjusted.`
+          : `Restatement ${r.id} recorded from ${dateTime(r.version.effective_from)}; its figures are being applied.`,
       );
     } catch (error) {
       if (!(error instanceof AppError) || error.status >= 500) throw error;
