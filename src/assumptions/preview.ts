@@ -174,8 +174,10 @@ export async function previewChange({ ctx, change }: { ctx: OrgCtx; change: Assu
       const { ledger, review } = found.get(row.id) as { ledger: EventLedger; review: ReviewRow | null };
       const current = currentOf(ledger, review);
       const next = reprice(row, current) ?? {};
-      const hours = (next.hoursSavedMicros ?? current.figures.hoursSavedMicros) - current.figures.hoursSavedMicros;
-      const cost = (next.costSavedMicros ?? current.figures.costSavedMicros) - current.figures.costSavedMicros;
+      const hours =
+        (next.hoursSavedMicros ?? current.figures.hoursSavedMicros) - current.figures.hoursSavedMicros;
+      const cost =
+        (next.costSavedMicros ?? current.figures.costSavedMicros) - current.figures.costSavedMicros;
       if (hours === 0 && cost === 0) continue;
       affected += 1;
       sum.hours += hours;

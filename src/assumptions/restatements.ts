@@ -112,9 +112,8 @@ export async function restate({
     .where('org_id', '=', ctx.org.id)
     .limit(inline + 1)
     .execute();
-  if (hooks.wait === true || few.length <= inline)
-    await applyPastChange(ctx, restatement, hooks);
-  else applyInBackground(ctx, restatement, onBackgroundError);
+  if (hooks.wait === true || few.length <= inline) await applyPastChange(ctx, restatement, hooks);
+  else void applyInBackground(ctx, restatement, onBackgroundError, hooks);
   return getRestatement({ ctx, id: restatementId });
 }
 
@@ -161,10 +160,11 @@ function applyInBackground(
   ctx: OrgCtx,
   restatement: { restatementId: string; orgId: string; reason: string },
   onError: (error: unknown) => void,
+  hooks: ApplyHooks = {},
 ): Promise<void> {
   const held = running.get(restatement.restatementId);
   if (held) return held;
-  const run = applyPastChange(ctx, restatement)
+  const run = applyPastChange(ctx, restatement, hooks)
     .catch(onError)
     .finally(() => running.delete(restatement.restatementId));
   running.set(restatement.restatementId, run);
@@ -189,7 +189,12 @@ export async function finishRestatements(
     .execute();
   const out = [];
   for (const r of pending) {
-    if (running.has(r.id)) continue;
+    const held = running.get(r.id);
+    if (held) {
+      await held;
+      out.push({ id: r.id, status: (await readRestatement(ctx.db, r.org_id, r.id)).status });
+      continue;
+    }
     const org = await getOrganization({ ctx, id: r.org_id });
     const orgCtx: OrgCtx = { ...ctx, org, actorKeyId: null };
     const named = await ctx.db

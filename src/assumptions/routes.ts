@@ -95,7 +95,8 @@ export function registerAssumptionRoutes(app: FastifyInstance): void {
       const view = await restate({
         ctx: orgCtx(app, request),
         input: request.body,
-        onBackgroundError: (error) => app.log.error({ err: error }, 'restatement: applying failed; it resumes'),
+        onBackgroundError: (error) =>
+          app.log.error({ err: error }, 'restatement: applying failed; it resumes'),
       });
       return reply.code(view.status === 'applied' ? 201 : 202).send(view);
     },
