@@ -123,6 +123,8 @@ describe.each(ENGINES)('closed months (%s)', (engine) => {
         cost_saved: 0,
         agent_cost: 0,
         net_saved: 0,
+        review_hours: 0,
+        review_cost: 0,
       });
       expect(sum, list).toEqual(statement.totals);
     }

@@ -142,9 +142,12 @@ export function registerAssumptionPages(dash: FastifyInstance, app: FastifyInsta
     const back = safeBack(query.get('back') ?? '');
     let input;
     let change;
+    let preview;
     try {
       input = changeOf(query);
       change = await checkChange(ctx, input);
+      // An analyst is refused here (the preview is the first step of a change).
+      preview = await previewChange({ ctx, change });
     } catch (error) {
       if (!(error instanceof AppError) || error.status >= 500) throw error;
       const d = error.details?.[0];
@@ -158,7 +161,6 @@ export function registerAssumptionPages(dash: FastifyInstance, app: FastifyInsta
     }
     const cur = ctx.org.currency;
     const past = change.effectiveFrom < ctx.clock.now().getTime();
-    const preview = await previewChange({ ctx, change });
     const kind = change.kind;
     const label = `${KIND_LABELS[kind]}${change.key === '' ? '' : ` (${change.key})`}`;
     const token = session(request).csrfToken;
