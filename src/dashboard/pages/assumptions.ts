@@ -325,7 +325,8 @@ export function registerAssumptionPages(dash: FastifyInstance, app: FastifyInsta
     try {
       const r = await restate({
         ctx,
-        onBackgroundError: (error) => app.log.error({ err: error }, 'restatement: applying failed; it resumes'),
+        onBackgroundError: (error) =>
+          app.log.error({ err: error }, 'restatement: applying failed; it resumes'),
         input: { ...changeOf(request.body), reason: field(request.body, 'reason') },
       });
       return redirectWithNotice(
