@@ -13,6 +13,7 @@ import { FoldStage } from './fold/stage.js';
 import { foldThreadFor } from './fold/thread.js';
 import { resealWebhookSecrets } from './webhooks/secret-storage.js';
 import { DeliveryWorker } from './webhooks/worker.js';
+import { RestatementSweeper } from './assumptions/restatements.js';
 import { HeldSpanSweeper } from './otlp/sweeper.js';
 import { onTrackCommitted } from './tracking/track.js';
 
@@ -119,6 +120,7 @@ export async function startService(configured: Config, clock: Clock = systemCloc
 
   let worker: DeliveryWorker | null = null;
   let otlpSweeper: HeldSpanSweeper | null = null;
+  let restatementSweeper: RestatementSweeper | null = null;
   if (config.role !== 'api') {
     fold?.start();
     worker = new DeliveryWorker(ctx, {
@@ -129,6 +131,10 @@ export async function startService(configured: Config, clock: Clock = systemCloc
       onError: (error) => log('error', 'OpenTelemetry sweeper failed', error),
     });
     otlpSweeper.start();
+    restatementSweeper = new RestatementSweeper(ctx, {
+      onError: (error) => log('error', 'restatements: finishing one failed; retrying in a minute', error),
+    });
+    restatementSweeper.start();
   }
 
   return {
@@ -157,6 +163,7 @@ export async function startService(configured: Config, clock: Clock = systemCloc
       if (foldThread) await foldThread.close();
       if (worker) await worker.stop();
       if (otlpSweeper) await otlpSweeper.stop();
+      if (restatementSweeper) await restatementSweeper.stop();
       await rateLimiter.close();
       await storage.close();
     },

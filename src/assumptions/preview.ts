@@ -1,12 +1,15 @@
+import { requireRole } from '../accounts/authorize.js';
 import type { OrgCtx } from '../context.js';
 import { fromMicros, toMicros } from '../money.js';
 import { buildReport, type ReportRow } from '../reports/report.js';
 import type { Dimension } from '../reports/params.js';
 import { readDb } from '../storage/db.js';
-import type { EventRow } from '../storage/schema.js';
+import { currentOf, eventLedgers } from '../ledger/restatement.js';
+import type { EventLedger } from '../ledger/adjustments.js';
+import type { EventRow, ReviewRow } from '../storage/schema.js';
 import { builtinKeysOf } from './kinds.js';
 import type { AssumptionChange } from './record.js';
-import { loadAssumptions, reprice, type Assumptions } from './reprice.js';
+import { ledgerRepricerOf, loadAssumptions, type Assumptions } from './reprice.js';
 
 const PAGE = 1000;
 export const PREVIEW_EVENTS = 50;
@@ -48,30 +51,41 @@ const add = (map: Map<string | null, Delta>, key: string | null, hours: number, 
   map.set(key, d);
 };
 
+/** The date range a change covers: from its effective date until the next version of its slot. */
+function rangeOf(a: Assumptions, change: AssumptionChange): { from: number; to: number | null } {
+  const next = a.history
+    .of(change.kind, change.key)
+    .find((v) => v.effectiveFrom > change.effectiveFrom && v.id !== 'proposed');
+  return { from: change.effectiveFrom, to: next ? next.effectiveFrom : null };
+}
+
+/** The task types a change of a category's rate reaches (built-in and custom ones). */
+function categoryKeys(a: Assumptions, category: string): string[] {
+  return [
+    ...builtinKeysOf(category),
+    ...[...a.customs].filter(([, c]) => c.category === category).map(([k]) => k),
+  ];
+}
+
 /**
  * Which of the organisation's events a change can move: those dated from its effective date until
  * the next version of the same assumption, narrowed by what the assumption applies to.
  */
 function candidates(ctx: OrgCtx, a: Assumptions, change: AssumptionChange) {
-  const next = a.history.of(change.kind, change.key).find((v) => v.effectiveFrom > change.effectiveFrom);
+  const { from, to } = rangeOf(a, change);
   let query = readDb(ctx)
     .selectFrom('events')
     .selectAll()
     .where('org_id', '=', ctx.org.id)
-    .where('occurred_at', '>=', change.effectiveFrom);
-  if (next && next.id !== 'proposed') query = query.where('occurred_at', '<', next.effectiveFrom);
+    .where('occurred_at', '>=', from);
+  if (to !== null) query = query.where('occurred_at', '<', to);
   switch (change.kind) {
     case 'baseline_override':
     case 'custom_baseline':
     case 'custom_hourly_rate':
       return query.where('task_type', '=', change.key);
-    case 'category_hourly_rate': {
-      const keys = [
-        ...builtinKeysOf(change.key),
-        ...[...a.customs].filter(([, c]) => c.category === change.key).map(([k]) => k),
-      ];
-      return query.where('task_type', 'in', keys);
-    }
+    case 'category_hourly_rate':
+      return query.where('task_type', 'in', categoryKeys(a, change.key));
     case 'outcome_credit':
       return query.where('outcome', '=', change.key);
     case 'fallback_baseline':
@@ -79,6 +93,30 @@ function candidates(ctx: OrgCtx, a: Assumptions, change: AssumptionChange) {
     case 'default_hourly_rate':
       return query;
   }
+}
+
+/** The same narrowing as `candidates`, for one event (the application walks every event). */
+export function inScope(a: Assumptions, change: AssumptionChange): (event: EventRow) => boolean {
+  const { from, to } = rangeOf(a, change);
+  const keys = change.kind === 'category_hourly_rate' ? new Set(categoryKeys(a, change.key)) : null;
+  return (event) => {
+    const at = Number(event.occurred_at);
+    if (at < from || (to !== null && at >= to)) return false;
+    switch (change.kind) {
+      case 'baseline_override':
+      case 'custom_baseline':
+      case 'custom_hourly_rate':
+        return event.task_type === change.key;
+      case 'category_hourly_rate':
+        return keys?.has(event.task_type) ?? false;
+      case 'outcome_credit':
+        return event.outcome === change.key;
+      case 'fallback_baseline':
+        return event.resolved_baseline_source === 'fallback';
+      case 'default_hourly_rate':
+        return true;
+    }
+  };
 }
 
 const figuresOf = (
@@ -104,7 +142,10 @@ const monthOf = (ms: number) => new Date(ms).toISOString().slice(0, 7);
  * it moves). "Before" is what the reports show now; "after" adds the change. Writes nothing.
  */
 export async function previewChange({ ctx, change }: { ctx: OrgCtx; change: AssumptionChange }) {
+  // The first step of a change: an admin's, as the change is.
+  requireRole(ctx, 'admin');
   const proposed = await loadAssumptions(ctx, ctx.org.id, change);
+  const reprice = ledgerRepricerOf(proposed);
   const events: Array<{
     event_id: string;
     occurred_at: string;
@@ -127,10 +168,16 @@ export async function previewChange({ ctx, change }: { ctx: OrgCtx; change: Assu
       );
     }
     const rows: EventRow[] = await query.orderBy('occurred_at').orderBy('id').limit(PAGE).execute();
+    const found = await eventLedgers(readDb(ctx), ctx.org.id, rows);
     for (const row of rows) {
-      const now = reprice(row, proposed);
-      const hours = now.hours_saved_micros - Number(row.hours_saved_micros);
-      const cost = now.cost_saved_micros - Number(row.cost_saved_micros);
+      // From the event's figures now (original and adjustments), a review kept.
+      const { ledger, review } = found.get(row.id) as { ledger: EventLedger; review: ReviewRow | null };
+      const current = currentOf(ledger, review);
+      const next = reprice(row, current) ?? {};
+      const hours =
+        (next.hoursSavedMicros ?? current.figures.hoursSavedMicros) - current.figures.hoursSavedMicros;
+      const cost =
+        (next.costSavedMicros ?? current.figures.costSavedMicros) - current.figures.costSavedMicros;
       if (hours === 0 && cost === 0) continue;
       affected += 1;
       sum.hours += hours;
@@ -150,7 +197,7 @@ export async function previewChange({ ctx, change }: { ctx: OrgCtx; change: Assu
       add(m.task_type as Map<string | null, Delta>, row.task_type, hours, cost);
       add(m.client, row.client_id, hours, cost);
       if (events.length < PREVIEW_EVENTS) {
-        const agentCost = row.agent_cost_micros === null ? 0 : Number(row.agent_cost_micros);
+        const agentCost = current.figures.agentCostMicros;
         events.push({
           event_id: row.id,
           occurred_at: new Date(Number(row.occurred_at)).toISOString(),
@@ -158,17 +205,17 @@ export async function previewChange({ ctx, change }: { ctx: OrgCtx; change: Assu
           task_type: row.task_type,
           client_id: row.client_id,
           before: figuresOf(
-            Number(row.resolved_baseline_minutes),
-            Number(row.resolved_hourly_rate_micros),
-            Number(row.hours_saved_micros),
-            Number(row.cost_saved_micros),
+            current.baselineMinutes,
+            current.hourlyRateMicros,
+            current.figures.hoursSavedMicros,
+            current.figures.costSavedMicros,
             agentCost,
           ),
           after: figuresOf(
-            now.resolved_baseline_minutes,
-            now.resolved_hourly_rate_micros,
-            now.hours_saved_micros,
-            now.cost_saved_micros,
+            next.baselineMinutes ?? current.baselineMinutes,
+            next.hourlyRateMicros ?? current.hourlyRateMicros,
+            current.figures.hoursSavedMicros + hours,
+            current.figures.costSavedMicros + cost,
             agentCost,
           ),
         });

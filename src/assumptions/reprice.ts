@@ -1,4 +1,6 @@
 import { findBuiltin } from '../catalogue/builtins.js';
+import { reviewFigures } from '../ledger/figures.js';
+import type { Repricer as LedgerRepricer } from '../ledger/restatement.js';
 import type { OrgCtx } from '../context.js';
 import { getOrganization, type Organization, type Outcome } from '../orgs/organization-record.js';
 import type { DbOrTrx } from '../storage/db.js';
@@ -117,6 +119,32 @@ export function repricerOf(a: Assumptions): Repricer {
     const hours = current?.hours_saved_micros ?? Number(event.hours_saved_micros);
     const cost = current?.cost_saved_micros ?? Number(event.cost_saved_micros);
     return figures.hours_saved_micros === hours && figures.cost_saved_micros === cost ? null : figures;
+  };
+}
+
+/**
+ * The repricer in the ledger's terms (applyRestatement): an event's figures under the history,
+ * from what the ledger tells of it now. A reviewed event keeps its review: its measured figures
+ * are recomputed with the baseline and rate now in force at its date (docs/figures.md). The agent
+ * cost is not an assumption's and stays. The ledger writes nothing for an event left as it is.
+ */
+export function ledgerRepricerOf(a: Assumptions): LedgerRepricer {
+  return (event, current) => {
+    const f = reprice(event, a);
+    const pricing = {
+      baselineMinutes: f.resolved_baseline_minutes,
+      hourlyRateMicros: f.resolved_hourly_rate_micros,
+    };
+    if (current.review === null)
+      return { hoursSavedMicros: f.hours_saved_micros, costSavedMicros: f.cost_saved_micros, ...pricing };
+    return {
+      ...reviewFigures({
+        verdict: current.review.verdict,
+        reviewMinutes: current.review.reviewMinutes,
+        ...pricing,
+      }),
+      ...pricing,
+    };
   };
 }
 

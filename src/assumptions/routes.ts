@@ -5,13 +5,14 @@ import { described, errorResponses } from '../http/schemas.js';
 import { checkChange } from './change-input.js';
 import { historyFor } from './history.js';
 import { previewChange } from './preview.js';
-import { restate } from './restatements.js';
+import { getRestatement, restate } from './restatements.js';
 import {
   ChangeBody,
   HistoryListSchema,
   HistoryQuery,
   PreviewSchema,
   RestatementBody,
+  RestatementParams,
   RestatementSchema,
 } from './schema.js';
 import { versionView } from './view.js';
@@ -81,14 +82,37 @@ export function registerAssumptionRoutes(app: FastifyInstance): void {
         summary: 'Apply a change of an assumption from a past date, with a reason',
         body: RestatementBody,
         response: {
-          201: described('The restatement and the version it recorded', RestatementSchema),
+          201: described('Applied: the restatement and the version it recorded', RestatementSchema),
+          202: described(
+            'Recorded and being applied in the background (a large organisation): poll GET /v1/restatements/{id}',
+            RestatementSchema,
+          ),
           ...errorResponses,
         },
       },
     },
     async (request, reply) => {
-      const view = await restate({ ctx: orgCtx(app, request), input: request.body });
-      return reply.code(201).send(view);
+      const view = await restate({
+        ctx: orgCtx(app, request),
+        input: request.body,
+        onBackgroundError: (error) =>
+          app.log.error({ err: error }, 'restatement: applying failed; it resumes'),
+      });
+      return reply.code(view.status === 'applied' ? 201 : 202).send(view);
     },
+  );
+
+  app.get<{ Params: Static<typeof RestatementParams> }>(
+    '/v1/restatements/:restatement_id',
+    {
+      schema: {
+        tags,
+        operationId: 'getRestatement',
+        summary: 'A restatement: its status while it is applied, and the version it recorded',
+        params: RestatementParams,
+        response: { 200: described('The restatement', RestatementSchema), ...errorResponses },
+      },
+    },
+    async (request) => getRestatement({ ctx: orgCtx(app, request), id: request.params.restatement_id }),
   );
 }

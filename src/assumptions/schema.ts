@@ -132,9 +132,22 @@ export const RestatementSchema = named(
   Type.Object({
     id: Type.String(),
     reason: Type.String(),
+    status: Type.Unsafe<'staging' | 'applied' | 'abandoned'>({
+      type: 'string',
+      enum: ['staging', 'applied', 'abandoned'],
+      description: 'staging: being applied (poll GET /v1/restatements/{id}); applied: in every report',
+    }),
+    events_seen: Type.Integer({ description: 'Events walked so far' }),
+    events_adjusted: Type.Integer({ description: 'Events given an adjustment (once applied)' }),
+    created_at: Type.String({ format: 'date-time' }),
+    applied_at: Nullable(Type.String({ format: 'date-time' })),
     version: AssumptionVersionSchema,
   }),
 );
+
+export const RestatementParams = Type.Object({
+  restatement_id: Type.String({ maxLength: 100 }),
+});
 
 export const HistoryQuery = Type.Object(
   {

@@ -6,7 +6,7 @@ import { takeSqliteWriteLock, type DbOrTrx, type Engine } from '../storage/db.js
 import type { AdjustmentRow, EventRow, RestatementRow, ReviewRow } from '../storage/schema.js';
 import { enqueueMessage } from '../webhooks/outbox.js';
 import { ledgerOf, type EventLedger } from './adjustments.js';
-import { figuresDelta, isZero, type Figures, type Verdict } from './figures.js';
+import { figuresDelta, figuresView, isZero, type Figures, type Verdict } from './figures.js';
 
 /**
  * Applying a restatement (docs/architecture.md "The adjustments ledger"): the repricing is the
@@ -51,6 +51,20 @@ export interface ApplyOptions {
   afterBatch?: (seen: number) => Promise<void> | void;
   /** Tests: inside the publishing transaction, before it commits. */
   beforePublish?: () => Promise<void> | void;
+  /** What the restatement changes, as its caller describes it (the assumption version). */
+  change?: unknown;
+}
+
+/** The sums of an applied restatement's entries, and the months (YYYY-MM) of their events. */
+export interface RestatementSummary {
+  affected_events: number;
+  delta: ReturnType<typeof figuresView>;
+  months: string[];
+}
+
+/** The `figures.restated` message: the restatement (with its change), its entries' sums, its months. */
+export interface RestatedMessage extends RestatementSummary {
+  restatement: ReturnType<typeof restatementView> & { change: unknown };
 }
 
 export const RESTATEMENT_BATCH = 5_000;
@@ -99,7 +113,7 @@ function targetOf(
 }
 
 /** The events' ledgers and reviews in force, for events of one organisation. */
-async function ledgers(
+export async function eventLedgers(
   db: DbOrTrx,
   orgId: string,
   events: readonly EventRow[],
@@ -135,7 +149,7 @@ async function ledgers(
   );
 }
 
-function currentOf(ledger: EventLedger, review: ReviewRow | null): CurrentFigures {
+export function currentOf(ledger: EventLedger, review: ReviewRow | null): CurrentFigures {
   return {
     figures: ledger.current,
     baselineMinutes: ledger.baselineMinutes,
@@ -185,22 +199,7 @@ export async function applyRestatement(
   const { restatementId, orgId } = options;
   if (orgId !== ctx.org.id) throw new AppError('bad_request', 'The restatement is of another organisation.');
   const batch = Math.max(1, options.batch ?? RESTATEMENT_BATCH);
-  const now = () => ctx.clock.now().getTime();
-  await ctx.db
-    .insertInto('restatements')
-    .values({
-      id: restatementId,
-      org_id: orgId,
-      reason: options.reason,
-      status: 'staging',
-      events_seen: 0,
-      events_adjusted: 0,
-      cursor: null,
-      created_at: now(),
-      applied_at: null,
-    })
-    .onConflict((oc) => oc.column('id').doNothing())
-    .execute();
+  await openRestatement(ctx.db, { id: restatementId, orgId, reason: options.reason, at: ctx.clock.now() });
   const state = await readRestatement(ctx.db, orgId, restatementId);
   if (state.status === 'applied') return restatementView(state);
   if (state.status !== 'staging') throw new AppError('bad_request', `The restatement is ${state.status}.`);
@@ -219,7 +218,7 @@ export async function applyRestatement(
       .limit(batch)
       .execute();
     if (events.length === 0) break;
-    const found = await ledgers(ctx.db, orgId, events);
+    const found = await eventLedgers(ctx.db, orgId, events);
     const rows = events.flatMap((event) => {
       const { ledger, review } = found.get(event.id) as { ledger: EventLedger; review: ReviewRow | null };
       const row = stagedRow(restatementId, event, ledger, options.reprice(event, currentOf(ledger, review)));
@@ -227,20 +226,25 @@ export async function applyRestatement(
     });
     const last = (events.at(-1) as EventRow).id;
     seen += events.length;
-    await ctx.db.transaction().execute(async (trx) => {
+    const staging = await ctx.db.transaction().execute(async (trx) => {
+      // The cursor first: another process that published or abandoned it meanwhile (two
+      // processes finishing one restatement) leaves nothing to stage.
+      const moved = await trx
+        .updateTable('restatements')
+        .set({ cursor: last, events_seen: seen })
+        .where('id', '=', restatementId)
+        .where('status', '=', 'staging')
+        .executeTakeFirst();
+      if (Number(moved.numUpdatedRows) === 0) return false;
       for (let i = 0; i < rows.length; i += 200)
         await trx
           .insertInto('restatement_staging')
           .values(rows.slice(i, i + 200))
           .onConflict((oc) => oc.columns(['restatement_id', 'event_id']).doNothing())
           .execute();
-      await trx
-        .updateTable('restatements')
-        .set({ cursor: last, events_seen: seen })
-        .where('id', '=', restatementId)
-        .where('status', '=', 'staging')
-        .execute();
+      return true;
     });
+    if (!staging) break;
     cursor = last;
     await options.afterBatch?.(seen);
     if (events.length < batch) break;
@@ -248,7 +252,65 @@ export async function applyRestatement(
   return publish(ctx, options);
 }
 
-async function readRestatement(db: DbOrTrx, orgId: string, id: string): Promise<RestatementRow> {
+/**
+ * Records a restatement as `staging` (nothing staged yet), unless it exists. A caller may do it
+ * in the transaction of what causes it, so that a restarted service finds it and finishes it.
+ */
+export async function openRestatement(
+  db: DbOrTrx,
+  r: { id: string; orgId: string; reason: string; at: Date },
+): Promise<void> {
+  await db
+    .insertInto('restatements')
+    .values({
+      id: r.id,
+      org_id: r.orgId,
+      reason: r.reason,
+      status: 'staging',
+      events_seen: 0,
+      events_adjusted: 0,
+      cursor: null,
+      created_at: r.at.getTime(),
+      applied_at: null,
+    })
+    .onConflict((oc) => oc.column('id').doNothing())
+    .execute();
+}
+
+/** Sums of the staged entries of a restatement, and the months of their events. */
+async function stagedSummary(trx: DbOrTrx, restatementId: string): Promise<RestatementSummary> {
+  const sums = await trx
+    .selectFrom('restatement_staging')
+    .where('restatement_id', '=', restatementId)
+    .select((eb) => [
+      eb.fn.countAll<number>().as('n'),
+      eb.fn.sum<number>('hours_saved_micros').as('hours'),
+      eb.fn.sum<number>('cost_saved_micros').as('cost'),
+      eb.fn.sum<number>('agent_cost_micros').as('agent'),
+      eb.fn.sum<number>('review_hours_micros').as('review_hours'),
+      eb.fn.sum<number>('review_cost_micros').as('review_cost'),
+    ])
+    .executeTakeFirst();
+  // Days since the epoch (integer division on both engines), then months: few distinct values.
+  const { rows: days } = await sql<{ day: number }>`
+    SELECT DISTINCT occurred_at / 86400000 AS day FROM restatement_staging
+    WHERE restatement_id = ${restatementId}`.execute(trx);
+  const months = new Set(days.map((d) => new Date(Number(d.day) * 86_400_000).toISOString().slice(0, 7)));
+  const n = (v: unknown) => Number(v ?? 0);
+  return {
+    affected_events: n(sums?.n),
+    delta: figuresView({
+      hoursSavedMicros: n(sums?.hours),
+      costSavedMicros: n(sums?.cost),
+      agentCostMicros: n(sums?.agent),
+      reviewHoursMicros: n(sums?.review_hours),
+      reviewCostMicros: n(sums?.review_cost),
+    }),
+    months: [...months].sort(),
+  };
+}
+
+export async function readRestatement(db: DbOrTrx, orgId: string, id: string): Promise<RestatementRow> {
   const row = await db
     .selectFrom('restatements')
     .selectAll()
@@ -285,7 +347,7 @@ async function publish(ctx: OrgCtx, options: ApplyOptions) {
         .where('org_id', '=', orgId)
         .where('id', 'in', ids)
         .execute();
-      const found = await ledgers(trx, orgId, events);
+      const found = await eventLedgers(trx, orgId, events);
       await trx
         .deleteFrom('restatement_staging')
         .where('restatement_id', '=', restatementId)
@@ -303,6 +365,7 @@ async function publish(ctx: OrgCtx, options: ApplyOptions) {
       });
       if (rows.length > 0) await trx.insertInto('restatement_staging').values(rows).execute();
     }
+    const summary = await stagedSummary(trx, restatementId);
     // Every entry at one position in commit order: PostgreSQL's default (this transaction's
     // id); on SQLite the next number, under the write lock.
     let seq = sql`DEFAULT`;
@@ -333,13 +396,14 @@ async function publish(ctx: OrgCtx, options: ApplyOptions) {
       .execute();
     const applied = await readRestatement(trx, orgId, restatementId);
     const view = restatementView(applied);
+    const message: RestatedMessage = { restatement: { ...view, change: options.change ?? null }, ...summary };
     await recordAudit(
       { ...ctx, db: trx },
       {
         action: 'figures.restated',
         target: `restatement:${restatementId}`,
         before: null,
-        after: view,
+        after: message,
         reason: options.reason,
       },
     );
@@ -347,7 +411,7 @@ async function publish(ctx: OrgCtx, options: ApplyOptions) {
       db: trx,
       orgId,
       type: 'figures.restated',
-      payload: { restatement: view },
+      payload: message,
       webhookIds: await subscribedTo(trx, orgId, 'figures.restated'),
       at,
       firstDelaySeconds: ctx.config.webhookRetryDelaysSeconds[0] ?? 0,

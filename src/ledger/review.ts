@@ -1,3 +1,4 @@
+import { requireRole } from '../accounts/authorize.js';
 import type { OrgCtx } from '../context.js';
 import { recordAudit } from '../audit/audit-log.js';
 import { notFound, validationError } from '../errors.js';
@@ -85,6 +86,7 @@ export async function recordReview({
   input: ReviewInput;
   idempotencyKey: string | null;
 }): Promise<{ review: ReviewView; event: ReturnType<typeof reviewedEventView>; replayed: boolean }> {
+  requireRole(ctx, 'admin');
   if (!Number.isFinite(input.review_minutes) || input.review_minutes < 0)
     throw validationError('/body/review_minutes', 'review_minutes must be a finite number ≥ 0');
   const at = ctx.clock.now();

@@ -1,4 +1,6 @@
 import { listCustomTaskTypes, listOverrides } from '../catalogue/store.js';
+import { versionsInForceDuring } from '../assumptions/in-force.js';
+import { apiValue } from '../assumptions/kinds.js';
 import type { OrgCtx } from '../context.js';
 import { fromMicros } from '../money.js';
 import type { Organization } from '../orgs/organization-record.js';
@@ -7,17 +9,16 @@ import { organizationView } from '../orgs/organization-record.js';
 /**
  * The assumptions that turn events into figures, as they stand when a month is closed: the
  * organisation's rates, outcome credits and fallback baseline, its baseline overrides, and its
- * custom types' baselines and rates. Stored events keep the values that priced them; this records
- * what was in force beside the statement.
- *
- * Seam: once assumptions carry versions with effective dates, this returns the version ids in
- * force during `month` as well (the snapshot stays, so older statements read the same).
+ * custom types' baselines and rates, as they stand now; and `versions`, the assumption versions in
+ * force at some time during `month` by their effective dates (src/assumptions/ versionsInForceDuring),
+ * which name what priced the month's events.
  */
 export async function assumptionsInForce(ctx: OrgCtx, org: Organization, month: string) {
   const view = organizationView(org);
-  const [overrides, customs] = await Promise.all([
+  const [overrides, customs, versions] = await Promise.all([
     listOverrides(ctx.db, org.id),
     listCustomTaskTypes(ctx.db, org.id),
+    versionsInForceDuring(ctx, org.id, month),
   ]);
   return {
     month,
@@ -47,6 +48,14 @@ export async function assumptionsInForce(ctx: OrgCtx, org: Organization, month: 
         hourly_rate: c.hourly_rate_micros === null ? null : fromMicros(Number(c.hourly_rate_micros)),
         status: c.status === 'archived' ? 'archived' : 'active',
       })),
+    versions: versions.map((v) => ({
+      id: v.id,
+      kind: v.kind,
+      key: v.key === '' ? null : v.key,
+      value: apiValue(v.kind, v.value),
+      effective_from: v.effectiveFrom === 0 ? null : new Date(v.effectiveFrom).toISOString(),
+      restatement_id: v.restatementId,
+    })),
   };
 }
 

@@ -78,6 +78,8 @@ async function lateEvents(ctx: OrgCtx, from: number, to: number, closedAt: numbe
     cost_saved: fromMicros(cost),
     agent_cost: fromMicros(agent),
     net_saved: fromMicros(cost - agent),
+    review_hours: 0,
+    review_cost: 0,
   };
   const entries = rows.slice(0, MAX_LISTED_ENTRIES).map((r): LateEventEntry => {
     const c = num(r.cost_saved_micros);
@@ -97,6 +99,8 @@ async function lateEvents(ctx: OrgCtx, from: number, to: number, closedAt: numbe
       cost_saved: fromMicros(c),
       agent_cost: fromMicros(a),
       net_saved: fromMicros(c - a),
+      review_hours: 0,
+      review_cost: 0,
     };
   });
   return { total, entries, truncated: rows.length > MAX_LISTED_ENTRIES };
@@ -122,7 +126,7 @@ export async function periodChanges({ ctx, month }: { ctx: OrgCtx; month: string
   const statement = await getPeriod({ ctx, month });
   const range = monthRange(month);
   const closedAt = Date.parse(statement.closed_at);
-  const { live, late } = await inSnapshot(
+  const { live, late, adjustments } = await inSnapshot(
     readDb(ctx),
     ctx.engine,
     async (db) => {
@@ -130,12 +134,12 @@ export async function periodChanges({ ctx, month }: { ctx: OrgCtx; month: string
       return {
         live: await monthFigures(inner, range),
         late: await lateEvents(inner, range.from, range.to, closedAt),
+        adjustments: await adjustmentsSince(inner, ctx.org.id, month, closedAt, MAX_LISTED_ENTRIES),
       };
     },
     { serial: true },
   );
-  const adjustments = await adjustmentsSince(ctx, ctx.org.id, month, closedAt);
-  const entriesTotal = adjustments.reduce((sum, a) => combine(sum, a), late.total);
+  const entriesTotal = combine(late.total, adjustments.total);
   const difference = combine(live.totals, statement.totals, -1);
   return {
     month,
@@ -146,9 +150,9 @@ export async function periodChanges({ ctx, month }: { ctx: OrgCtx; month: string
     statement: statement.totals,
     live,
     difference: { totals: difference, ...differenceOf(live, statement) },
-    entries: [...late.entries, ...adjustments] as ChangeEntry[],
+    entries: [...late.entries, ...adjustments.entries] as ChangeEntry[],
     entries_total: entriesTotal,
-    entries_truncated: late.truncated,
+    entries_truncated: late.truncated || adjustments.truncated,
     unexplained: combine(difference, entriesTotal, -1),
   };
 }

@@ -11,9 +11,20 @@ export interface Figures {
   cost_saved: number;
   agent_cost: number;
   net_saved: number;
+  /** The measured review time of reviewed events, and its cost (docs/figures.md). */
+  review_hours: number;
+  review_cost: number;
 }
 
-export const FIGURE_KEYS = ['events', 'hours_saved', 'cost_saved', 'agent_cost', 'net_saved'] as const;
+export const FIGURE_KEYS = [
+  'events',
+  'hours_saved',
+  'cost_saved',
+  'agent_cost',
+  'net_saved',
+  'review_hours',
+  'review_cost',
+] as const;
 
 /** The dimensions of a statement: the name of its list and the key of each row. */
 export const BREAKDOWNS = [
@@ -33,15 +44,26 @@ export interface MonthFigures {
   by_client: Array<Figures & { client_id: string | null }>;
 }
 
-export const ZERO: Figures = { events: 0, hours_saved: 0, cost_saved: 0, agent_cost: 0, net_saved: 0 };
+export const ZERO: Figures = {
+  events: 0,
+  hours_saved: 0,
+  cost_saved: 0,
+  agent_cost: 0,
+  net_saved: 0,
+  review_hours: 0,
+  review_cost: 0,
+};
 
-function figuresOf(row: ReportRow | Figures): Figures {
+export function figuresOf(row: ReportRow | Figures): Figures {
   return {
     events: row.events,
     hours_saved: row.hours_saved,
     cost_saved: row.cost_saved,
     agent_cost: row.agent_cost,
     net_saved: row.net_saved,
+    // Statements frozen before reviews existed hold none.
+    review_hours: row.review_hours ?? 0,
+    review_cost: row.review_cost ?? 0,
   };
 }
 
@@ -55,6 +77,8 @@ export function combine(a: Figures, b: Figures, sign: 1 | -1 = 1): Figures {
     cost_saved: fromMicros(cost),
     agent_cost: fromMicros(agent),
     net_saved: fromMicros(cost - agent),
+    review_hours: fromMicros(toMicros(a.review_hours) + sign * toMicros(b.review_hours)),
+    review_cost: fromMicros(toMicros(a.review_cost) + sign * toMicros(b.review_cost)),
   };
 }
 

@@ -1,6 +1,6 @@
 import type { OrgCtx } from '../context.js';
 import { buildReport } from '../reports/report.js';
-import { combine, ZERO, type Figures } from './figures.js';
+import { combine, figuresOf, ZERO, type Figures } from './figures.js';
 import { monthRange, monthsBetween } from './months.js';
 import { closedStatements } from './periods.js';
 
@@ -35,15 +35,7 @@ export async function closedPeriodNotes(
   const byMonth = new Map(live.rows.map((row) => [row.group.month, row]));
   return statements.map((s) => {
     const row = byMonth.get(s.month);
-    const now: Figures = row
-      ? {
-          events: row.events,
-          hours_saved: row.hours_saved,
-          cost_saved: row.cost_saved,
-          agent_cost: row.agent_cost,
-          net_saved: row.net_saved,
-        }
-      : { ...ZERO };
+    const now: Figures = row ? figuresOf(row) : { ...ZERO };
     return {
       month: s.month,
       closed_at: s.closed_at,

@@ -8,7 +8,7 @@ import { readDb } from '../storage/db.js';
 import type { PeriodStatementRow } from '../storage/schema.js';
 import { inSnapshot } from '../storage/snapshot.js';
 import { assumptionsInForce, type AssumptionsSnapshot } from './assumptions.js';
-import { monthFigures, type MonthFigures } from './figures.js';
+import { figuresOf, monthFigures, type Figures, type MonthFigures } from './figures.js';
 import { MAX_REASON, monthRange } from './months.js';
 
 /** A statement as stored and shown: the month's figures frozen at closing, never changed. */
@@ -30,7 +30,16 @@ export interface Statement extends MonthFigures {
 type Frozen = Omit<Statement, 'reopened_at' | 'reopened_by' | 'reopen_reason'>;
 
 export function statementOf(row: PeriodStatementRow): Statement {
-  const frozen = JSON.parse(row.statement) as Frozen;
+  const stored = JSON.parse(row.statement) as Frozen;
+  // A statement frozen before reviews existed holds no review figures: they were 0.
+  const rows = <T extends Figures>(list: T[]) => list.map((r) => ({ ...r, ...figuresOf(r) }));
+  const frozen: Frozen = {
+    ...stored,
+    totals: figuresOf(stored.totals),
+    by_agent: rows(stored.by_agent),
+    by_task_type: rows(stored.by_task_type),
+    by_client: rows(stored.by_client),
+  };
   return {
     ...frozen,
     reopened_at: row.reopened_at === null ? null : new Date(Number(row.reopened_at)).toISOString(),

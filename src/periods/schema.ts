@@ -8,6 +8,8 @@ const metricFields = {
   cost_saved: Type.Number(),
   agent_cost: Type.Number(),
   net_saved: Type.Number(),
+  review_hours: Type.Number({ description: 'Measured review time of reviewed events' }),
+  review_cost: Type.Number({ description: 'review_hours × the hourly rate in force' }),
 };
 
 export const FiguresSchema = named(
@@ -64,7 +66,8 @@ const statementFields = {
   totals: FiguresSchema,
   ...breakdowns,
   assumptions: Type.Unknown({
-    description: 'The assumptions in force at closing: settings, baseline overrides and custom task types',
+    description:
+      'The assumptions at closing: settings, baseline overrides and custom task types as they stood, and `versions`, the assumption versions in force during the month',
   }),
 };
 
@@ -117,6 +120,7 @@ const EntrySchema = named(
     client_id: Nullable(Type.String()),
     outcome: Type.Optional(Type.String()),
     cause: Type.Optional(Type.String()),
+    cause_id: Type.Optional(Type.String()),
     ...metricFields,
   }),
 );

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { announceRestated } from '../../src/assumptions/announce.js';
 import { versionsInForceDuring } from '../../src/assumptions/in-force.js';
 import { repricerFor } from '../../src/assumptions/reprice.js';
 import { ENGINES } from '../support/engines.js';
@@ -209,7 +208,13 @@ describe.each(ENGINES)('restatements (%s)', (engine) => {
       effective_baseline_minutes: 41.5,
       override: { baseline_minutes_override: 41.5 },
     });
-    const audit = (await call('GET', '/v1/audit-log')).json().data[0];
+    // Two entries: the version change, then the publication of its figures.
+    const [published, audit] = (await call('GET', '/v1/audit-log')).json().data;
+    expect(published).toMatchObject({
+      action: 'figures.restated',
+      target: `restatement:${r.id}`,
+      reason: 'time study of October',
+    });
     expect(audit).toMatchObject({
       action: 'assumption.restated',
       target: 'assumption:baseline_override:dev_code_review',
@@ -269,7 +274,7 @@ describe.each(ENGINES)('the figures.restated webhook (%s)', (engine) => {
   });
   afterAll(async () => h.close());
 
-  it('can be subscribed to, and an announced restatement reaches its subscribers only', async () => {
+  it('is sent once per applied restatement, to its subscribers only, with the change and its sums', async () => {
     const hook = async (types: string[]) => {
       const res = await h.request({
         method: 'POST',
@@ -287,24 +292,26 @@ describe.each(ENGINES)('the figures.restated webhook (%s)', (engine) => {
       payload: { kind: 'default_hourly_rate', value: 65, effective_from: '2026-11-01', reason: 'rate card' },
     });
     expect(r.statusCode, r.body).toBe(201);
-    const figures = {
-      restatement: r.json(),
+    expect(r.json().status).toBe('applied');
+    const messages = await h.storage.db
+      .selectFrom('webhook_messages')
+      .selectAll()
+      .where('type', '=', 'figures.restated')
+      .execute();
+    expect(messages).toHaveLength(1);
+    const message = messages[0];
+    if (!message) throw new Error('no message');
+    // No event: nothing moved, and the message says so.
+    expect(JSON.parse(message.payload)).toMatchObject({
+      restatement: { id: r.json().id, reason: 'rate card', status: 'applied', change: r.json().version },
       affected_events: 0,
       delta: { hours_saved: 0, cost_saved: 0, net_saved: 0 },
       months: [],
-    };
-    const messageId = await announceRestated(await h.orgCtx(), figures);
-    const message = await h.storage.db
-      .selectFrom('webhook_messages')
-      .selectAll()
-      .where('id', '=', messageId)
-      .executeTakeFirstOrThrow();
-    expect(message.type).toBe('figures.restated');
-    expect(JSON.parse(message.payload)).toEqual(figures);
+    });
     const deliveries = await h.storage.db
       .selectFrom('webhook_deliveries')
       .select('webhook_id')
-      .where('message_id', '=', messageId)
+      .where('message_id', '=', message.id)
       .execute();
     expect(deliveries.map((d) => d.webhook_id)).toEqual([subscribed]);
   });

@@ -397,7 +397,7 @@ describe('the TypeScript client against tally serve', () => {
     expect(await tally.periods.get('2024-01')).toEqual(await raw(served, '/v1/periods/2024-01'));
     expect((await tally.periods.changes('2024-01')).entries).toEqual([]);
     expect((await tally.periods.csv('2024-01')).split('\r\n')[0]).toBe(
-      'dimension,key,events,hours_saved,cost_saved,agent_cost,net_saved',
+      'dimension,key,events,hours_saved,cost_saved,agent_cost,net_saved,review_hours,review_cost',
     );
     // Reopening needs the owner role: an admin key is refused (an owner reopens in the dashboard).
     await expect(tally.periods.reopen('2024-01', 'TS fix')).rejects.toMatchObject({
@@ -542,6 +542,8 @@ describe('the TypeScript client against tally serve', () => {
     const restated = await tally.assumptions.restate({ ...change, reason: 'new rate card' });
     expect(restated.id).toMatch(/^rst_/);
     expect(restated.version).toMatchObject({ kind: 'category_hourly_rate', key: 'legal', value: 77 });
+    expect(restated.status).toBe('applied');
+    expect(await tally.assumptions.getRestatement(restated.id)).toEqual(restated);
     const history = await tally.assumptions.history({ kind: 'category_hourly_rate', key: 'legal' });
     expect(history.data[0]?.id).toBe(restated.version.id);
     const all: string[] = [];

@@ -612,11 +612,16 @@ describe('the OpenAPI document', () => {
       (await call(preview, { method: 'POST', url: preview, payload: { ...change, value: null } })).statusCode,
     ).toBe(422);
     const restate = '/v1/restatements';
-    expect(
-      (await call(restate, { method: 'POST', url: restate, payload: { ...change, reason: 'study' } }))
-        .statusCode,
-    ).toBe(201);
+    const restated = await call(restate, {
+      method: 'POST',
+      url: restate,
+      payload: { ...change, reason: 'study' },
+    });
+    expect(restated.statusCode).toBe(201);
     expect((await call(restate, { method: 'POST', url: restate, payload: change })).statusCode).toBe(422);
+    const oneRestatement = '/v1/restatements/{restatement_id}';
+    expect((await get(oneRestatement, `${restate}/${restated.json().id}`)).statusCode).toBe(200);
+    expect((await get(oneRestatement, `${restate}/rst_none`)).statusCode).toBe(404);
 
     // Every operation answered at least one success and one error; reopening a month needs the
     // owner role, which no API key holds, so its success is the dashboard's and the CLI's

@@ -46,7 +46,7 @@ describe.each(ENGINES)('tally periods (%s)', (engine) => {
       expect(listed.data.map((p) => [p.month, p.status])).toEqual([['2025-03', 'closed']]);
       const csv = await runCli(['periods', 'statement', '2025-03', '--org', org.id, '--csv'], env);
       expect(csv.stdout).toBe(
-        'dimension,key,events,hours_saved,cost_saved,agent_cost,net_saved\r\ntotal,,0,0,0,0,0\r\n',
+        'dimension,key,events,hours_saved,cost_saved,agent_cost,net_saved,review_hours,review_cost\r\ntotal,,0,0,0,0,0,0,0\r\n',
       );
       const changes = json<{ entries: unknown[]; statement_id: string }>(
         await runCli(['periods', 'statement', '2025-03', '--org', org.id, '--changes', '--json'], env),

@@ -9,7 +9,15 @@ import { unlimited } from '../reports/unlimited.js';
 import { seed, type SeedEvent } from '../reports/seed.js';
 
 const NOW = '2026-11-20T12:00:00.000Z';
-const METRICS = ['events', 'hours_saved', 'cost_saved', 'agent_cost', 'net_saved'] as const;
+const METRICS = [
+  'events',
+  'hours_saved',
+  'cost_saved',
+  'agent_cost',
+  'net_saved',
+  'review_hours',
+  'review_cost',
+] as const;
 type Figures = Record<(typeof METRICS)[number], number>;
 
 function event(iso: string, agent: string, extra: Partial<SeedEvent> = {}): SeedEvent {
@@ -117,6 +125,8 @@ describe.each(ENGINES)('closed months (%s)', (engine) => {
         cost_saved: 0,
         agent_cost: 0,
         net_saved: 0,
+        review_hours: 0,
+        review_cost: 0,
       });
       expect(sum, list).toEqual(statement.totals);
     }
@@ -192,6 +202,8 @@ describe.each(ENGINES)('closed months (%s)', (engine) => {
       cost_saved: 0,
       agent_cost: 0,
       net_saved: 0,
+      review_hours: 0,
+      review_cost: 0,
     });
     expect(changes.live.totals.events).toBe(6);
     expect(changes.difference.by_agent).toEqual([{ agent_id: 'bot-4', ...pick(changes.entries[0]) }]);

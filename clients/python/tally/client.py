@@ -506,6 +506,10 @@ class Tally:
             body["key"] = key
         return cast(Restatement, self._call("POST", "/v1/restatements", body=body, retry="rate_limited"))
 
+    def get_restatement(self, restatement_id: str) -> Restatement:
+        """A restatement: ``status`` is ``staging`` while its figures are applied, then ``applied``."""
+        return cast(Restatement, self._call("GET", f"/v1/restatements/{_seg(restatement_id)}"))
+
     def list_audit_log(self, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> AuditLogPage:
         return cast(AuditLogPage, self._call("GET", "/v1/audit-log", query={"limit": limit, "cursor": cursor}))
 

@@ -113,6 +113,8 @@ class PeriodFigures(TypedDict):
     cost_saved: float
     agent_cost: float
     net_saved: float
+    review_hours: float
+    review_cost: float
 
 
 class ClosedPeriodNote(TypedDict):
@@ -521,6 +523,11 @@ class RestatementPreview(TypedDict):
 class Restatement(TypedDict):
     id: str
     reason: str
+    status: Literal["staging", "applied", "abandoned"]
+    events_seen: int
+    events_adjusted: int
+    created_at: str
+    applied_at: Optional[str]
     version: AssumptionVersion
 
 

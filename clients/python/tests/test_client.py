@@ -396,6 +396,8 @@ class BudgetsAndPaybackTest(unittest.TestCase):
         restated = self.tally.restate("category_hourly_rate", 61, week_ago, "new rate card", key="research")
         self.assertTrue(restated["id"].startswith("rst_"))
         self.assertEqual(restated["version"]["value"], 61)
+        self.assertEqual(restated["status"], "applied")
+        self.assertEqual(self.tally.get_restatement(restated["id"]), restated)
         history = self.tally.list_assumption_history(kind="category_hourly_rate", key="research")
         self.assertEqual(history["data"][0]["id"], restated["version"]["id"])
         self.assertIn(restated["version"]["id"], [v["id"] for v in self.tally.iter_assumption_history()])
@@ -416,7 +418,7 @@ class PeriodsTest(unittest.TestCase):
         self.assertEqual(tally.get_period("2024-02"), service.get("/v1/periods/2024-02"))
         self.assertEqual(tally.period_changes("2024-02")["entries"], [])
         header = tally.period_statement_csv("2024-02").split("\r\n")[0]
-        self.assertEqual(header, "dimension,key,events,hours_saved,cost_saved,agent_cost,net_saved")
+        self.assertEqual(header, "dimension,key,events,hours_saved,cost_saved,agent_cost,net_saved,review_hours,review_cost")
         # Reopening needs the owner role: an admin key is refused (an owner reopens in the dashboard).
         with self.assertRaises(TallyError) as refused:
             tally.reopen_period("2024-02", "Py fix")

@@ -624,7 +624,10 @@ export class Tally {
         retry: 'all',
         signal: call?.signal,
       }),
-    /** Applies a change from a past date, with a reason. */
+    /**
+     * Applies a change from a past date, with a reason. `status` is `applied`, or `staging` while
+     * a large organisation's figures are applied in the background (poll `getRestatement`).
+     */
     restate: (body: T.RestatementRequest, call?: CallOptions) =>
       this.request<T.Restatement>({
         method: 'POST',
@@ -633,5 +636,8 @@ export class Tally {
         retry: 'rate_limited',
         signal: call?.signal,
       }),
+    /** A restatement: its status while applied, and the version it recorded. */
+    getRestatement: (id: string, call?: CallOptions) =>
+      this.get<T.Restatement>(`/v1/restatements/${seg(id)}`, {}, call),
   };
 }

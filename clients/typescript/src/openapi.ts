@@ -842,6 +842,23 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/v1/restatements/{restatement_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A restatement: its status while it is applied, and the version it recorded */
+        get: operations["getRestatement"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/events/{event_id}/review": {
         parameters: {
             query?: never;
@@ -1511,6 +1528,10 @@ export type components = {
                 cost_saved: number;
                 agent_cost: number;
                 net_saved: number;
+                /** @description Measured review time of reviewed events */
+                review_hours: number;
+                /** @description review_hours × the hourly rate in force */
+                review_cost: number;
             }[];
             by_task_type: {
                 task_type: string | null;
@@ -1519,6 +1540,10 @@ export type components = {
                 cost_saved: number;
                 agent_cost: number;
                 net_saved: number;
+                /** @description Measured review time of reviewed events */
+                review_hours: number;
+                /** @description review_hours × the hourly rate in force */
+                review_cost: number;
             }[];
             by_client: {
                 client_id: string | null;
@@ -1527,8 +1552,12 @@ export type components = {
                 cost_saved: number;
                 agent_cost: number;
                 net_saved: number;
+                /** @description Measured review time of reviewed events */
+                review_hours: number;
+                /** @description review_hours × the hourly rate in force */
+                review_cost: number;
             }[];
-            /** @description The assumptions in force at closing: settings, baseline overrides and custom task types */
+            /** @description The assumptions at closing: settings, baseline overrides and custom task types as they stood, and `versions`, the assumption versions in force during the month */
             assumptions: unknown;
         };
         PeriodChangeEntry: {
@@ -1544,11 +1573,16 @@ export type components = {
             client_id: string | null;
             outcome?: string;
             cause?: string;
+            cause_id?: string;
             events: number;
             hours_saved: number;
             cost_saved: number;
             agent_cost: number;
             net_saved: number;
+            /** @description Measured review time of reviewed events */
+            review_hours: number;
+            /** @description review_hours × the hourly rate in force */
+            review_cost: number;
         };
         PeriodChanges: {
             month: string;
@@ -1572,6 +1606,10 @@ export type components = {
             cost_saved: number;
             agent_cost: number;
             net_saved: number;
+            /** @description Measured review time of reviewed events */
+            review_hours: number;
+            /** @description review_hours × the hourly rate in force */
+            review_cost: number;
         };
         PeriodList: {
             data: components["schemas"]["PeriodSummary"][];
@@ -1585,6 +1623,10 @@ export type components = {
                 cost_saved: number;
                 agent_cost: number;
                 net_saved: number;
+                /** @description Measured review time of reviewed events */
+                review_hours: number;
+                /** @description review_hours × the hourly rate in force */
+                review_cost: number;
             }[];
             by_task_type: {
                 task_type: string | null;
@@ -1593,6 +1635,10 @@ export type components = {
                 cost_saved: number;
                 agent_cost: number;
                 net_saved: number;
+                /** @description Measured review time of reviewed events */
+                review_hours: number;
+                /** @description review_hours × the hourly rate in force */
+                review_cost: number;
             }[];
             by_client: {
                 client_id: string | null;
@@ -1601,6 +1647,10 @@ export type components = {
                 cost_saved: number;
                 agent_cost: number;
                 net_saved: number;
+                /** @description Measured review time of reviewed events */
+                review_hours: number;
+                /** @description review_hours × the hourly rate in force */
+                review_cost: number;
             }[];
         };
         PeriodReasonRequest: {
@@ -1632,6 +1682,10 @@ export type components = {
                 cost_saved: number;
                 agent_cost: number;
                 net_saved: number;
+                /** @description Measured review time of reviewed events */
+                review_hours: number;
+                /** @description review_hours × the hourly rate in force */
+                review_cost: number;
             }[];
             by_task_type: {
                 task_type: string | null;
@@ -1640,6 +1694,10 @@ export type components = {
                 cost_saved: number;
                 agent_cost: number;
                 net_saved: number;
+                /** @description Measured review time of reviewed events */
+                review_hours: number;
+                /** @description review_hours × the hourly rate in force */
+                review_cost: number;
             }[];
             by_client: {
                 client_id: string | null;
@@ -1648,8 +1706,12 @@ export type components = {
                 cost_saved: number;
                 agent_cost: number;
                 net_saved: number;
+                /** @description Measured review time of reviewed events */
+                review_hours: number;
+                /** @description review_hours × the hourly rate in force */
+                review_cost: number;
             }[];
-            /** @description The assumptions in force at closing: settings, baseline overrides and custom task types */
+            /** @description The assumptions at closing: settings, baseline overrides and custom task types as they stood, and `versions`, the assumption versions in force during the month */
             assumptions: unknown;
         };
         PeriodStatementList: {
@@ -1730,6 +1792,18 @@ export type components = {
         Restatement: {
             id: string;
             reason: string;
+            /**
+             * @description staging: being applied (poll GET /v1/restatements/{id}); applied: in every report
+             * @enum {string}
+             */
+            status: "staging" | "applied" | "abandoned";
+            /** @description Events walked so far */
+            events_seen: number;
+            /** @description Events given an adjustment (once applied) */
+            events_adjusted: number;
+            /** Format: date-time */
+            created_at: string;
+            applied_at: string | null;
             version: components["schemas"]["AssumptionVersion"];
         };
         RestatementPreview: {
@@ -6044,8 +6118,75 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The restatement and the version it recorded */
+            /** @description Applied: the restatement and the version it recorded */
             201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Restatement"];
+                };
+            };
+            /** @description Recorded and being applied in the background (a large organisation): poll GET /v1/restatements/{id} */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Restatement"];
+                };
+            };
+            /** @description The request was refused; `error.code` says why */
+            "4XX": {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error, or the database is unavailable (503) */
+            "5XX": {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getRestatement: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                restatement_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The restatement */
+            200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];

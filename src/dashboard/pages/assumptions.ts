@@ -146,9 +146,12 @@ export function registerAssumptionPages(dash: FastifyInstance, app: FastifyInsta
     const back = safeBack(query.get('back') ?? '');
     let input;
     let change;
+    let preview;
     try {
       input = changeOf(query);
       change = await checkChange(ctx, input);
+      // An analyst is refused here (the preview is the first step of a change).
+      preview = await previewChange({ ctx, change });
     } catch (error) {
       if (!(error instanceof AppError) || error.status >= 500) throw error;
       const d = error.details?.[0];
@@ -162,7 +165,6 @@ export function registerAssumptionPages(dash: FastifyInstance, app: FastifyInsta
     }
     const cur = ctx.org.currency;
     const past = change.effectiveFrom < ctx.clock.now().getTime();
-    const preview = await previewChange({ ctx, change });
     const kind = change.kind;
     const label = `${KIND_LABELS[kind]}${change.key === '' ? '' : ` (${change.key})`}`;
     const token = session(request).csrfToken;
@@ -327,6 +329,8 @@ export function registerAssumptionPages(dash: FastifyInstance, app: FastifyInsta
     try {
       const r = await restate({
         ctx,
+        onBackgroundError: (error) =>
+          app.log.error({ err: error }, 'restatement: applying failed; it resumes'),
         input: { ...changeOf(request.body), reason: field(request.body, 'reason') },
       });
       return redirectWithNotice(
@@ -334,7 +338,9 @@ export function registerAssumptionPages(dash: FastifyInstance, app: FastifyInsta
         request,
         reply,
         back,
-        `Restatement ${r.id} recorded from ${dateTime(r.version.effective_from)}.`,
+        r.status === 'applied'
+          ? `Restatement ${r.id} applied from ${dateTime(r.version.effective_from)}: ${r.events_adjusted} events adjusted.`
+          : `Restatement ${r.id} recorded from ${dateTime(r.version.effective_from)}; its figures are being applied.`,
       );
     } catch (error) {
       if (!(error instanceof AppError) || error.status >= 500) throw error;

@@ -13,6 +13,7 @@ const DIR = process.env.TALLY_SCREENSHOTS ?? mkdtempSync(join(tmpdir(), 'tally-r
 
 interface Preview {
   affected_events: number;
+  events: Array<{ event_id: string; after: { hours_saved: number; cost_saved: number } }>;
   months: Array<{
     month: string;
     events_affected: number;
@@ -92,7 +93,9 @@ describe('a change from a past date, previewed then applied, in Chromium', { tim
     await page.getByLabel('Reason').fill('Time study of October');
     await page.getByRole('button', { name: 'Apply restatement' }).click();
     await page.waitForURL((url) => url.pathname === '/dashboard/task-types/support_ticket_reply');
-    expect(await page.getByText(/Restatement rst_[0-9A-Z]{26} recorded/).count()).toBe(1);
+    expect(
+      await page.getByText(/Restatement rst_[0-9A-Z]{26} applied from .*: \d+ events adjusted/).count(),
+    ).toBe(1);
     const rows = await tableRows(page, '#assumption-history');
     expect(rows[0]).toEqual([
       'Baseline override support_ticket_reply',
@@ -111,6 +114,28 @@ describe('a change from a past date, previewed then applied, in Chromium', { tim
       reason: 'Time study of October',
       effective_from: '2026-10-15T00:00:00.000Z',
     });
+
+    // The event page shows the applied figures: the restatement's entry, and the preview's "after".
+    const moved = api.events[0];
+    if (moved === undefined) throw new Error('no event moved');
+    const restatementId = after.data[0].restatement_id as string;
+    await page.goto(`/dashboard/events/${moved.event_id}`);
+    const ledger = await page
+      .locator('table.ledger tbody tr, table.ledger tfoot tr')
+      .evaluateAll((rows) =>
+        rows.map((row) =>
+          Array.from(row.querySelectorAll('th, td')).map((c) =>
+            (c.textContent ?? '').replace(/\s+/g, ' ').trim(),
+          ),
+        ),
+      );
+    expect(ledger.map((r) => r[0])).toEqual([
+      'Original (as tracked)',
+      expect.stringContaining(`Restatement ${restatementId}`),
+      'Current',
+    ]);
+    expect(ledger[2]?.[2]).toBe(eur(moved.after.cost_saved));
+    await page.screenshot({ path: join(DIR, 'event-restated.png'), fullPage: true });
 
     await page.goto('/dashboard/settings');
     expect((await tableRows(page, '#assumption-history')).length).toBe(4);
