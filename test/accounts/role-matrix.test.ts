@@ -38,6 +38,8 @@ interface Made {
   /** An ended month still open, and one closed. */
   openMonth: string;
   closedMonth: string;
+  /** An event that needs review. */
+  event: string;
 }
 
 interface Page {
@@ -45,6 +47,8 @@ interface Page {
   url: (m: Made) => string;
   /** The row of docs/people.md's pages table this page is in. */
   doc: string;
+  /** The answer a role gets where it is not 200 (a redirect back with a notice). */
+  status?: Partial<Record<Role, number>>;
   /** What the page must not show a role (besides the change controls the role may not use). */
   hides?: Partial<Record<Role, RegExp>>;
 }
@@ -98,6 +102,18 @@ const PAGES: Page[] = [
     route: '/dashboard/events/:id',
     url: () => '/dashboard/events/evt_none',
     doc: 'Overview, Reports (and CSV export), Events, an event',
+  },
+  {
+    route: '/dashboard/events/review-queue',
+    url: () => '/dashboard/events/review-queue',
+    doc: 'Overview, Reports (and CSV export), Events, an event',
+  },
+  {
+    route: '/dashboard/restatements/preview',
+    url: (m) => `/dashboard/restatements/preview?${pastChange(m)}`,
+    doc: 'A change from a past date: its preview (analysts get a notice)',
+    // The preview is the first step of a change: an analyst is sent back with a notice.
+    status: { analyst: 303 },
   },
   { route: '/dashboard/task-types', url: () => '/dashboard/task-types', doc: 'Task types, a task type' },
   {
@@ -171,7 +187,33 @@ interface Action {
   doc: string;
 }
 
+/** A change of the default hourly rate from a past day, its value different for each fixture set. */
+const pastChange = (m: Made) =>
+  new URLSearchParams({
+    what: 'default_hourly_rate',
+    value: String(60 + Number(m.closedMonth.slice(5))),
+    effective_from: '2024-01-01',
+  }).toString();
+
 const ACTIONS: Action[] = [
+  {
+    route: '/dashboard/events/:id/review',
+    doc: 'Events: record a review',
+    needs: 'admin',
+    form: (m) => `/dashboard/events/${m.event}`,
+    action: (m) => `/dashboard/events/${m.event}/review`,
+    fill: { review_minutes: '5', verdict: 'accepted' },
+    ok: /Review saved/,
+  },
+  {
+    route: '/dashboard/restatements',
+    doc: 'A change from a past date: apply it (a restatement)',
+    needs: 'admin',
+    form: (m) => `/dashboard/restatements/preview?${pastChange(m)}`,
+    action: () => '/dashboard/restatements',
+    fill: { reason: 'Matrix restatement' },
+    ok: /Restatement rst_\w+ (applied|recorded)/,
+  },
   {
     route: '/dashboard/budgets',
     doc: 'Budgets: create, edit, delete',
@@ -728,6 +770,12 @@ describe.each(ENGINES)('the role matrix (%s)', (engine) => {
     const openMonth = `2024-${String(++months).padStart(2, '0')}`;
     const closedMonth = `2024-${String(++months).padStart(2, '0')}`;
     await json('POST', `/v1/periods/${closedMonth}/close`, { reason: `closed for ${tag}` });
+    const tracked = await h.request({
+      method: 'POST',
+      url: '/v1/track',
+      payload: { agent_id: `matrix-${tag}`, task_type: 'dev_bug_fix', outcome: 'needs_review' },
+    });
+    expect(tracked.statusCode, tracked.body).toBe(201);
     return {
       tag,
       budget: budget.id ?? '',
@@ -743,6 +791,7 @@ describe.each(ENGINES)('the role matrix (%s)', (engine) => {
       ownerMember: ownerMember.accountId,
       openMonth,
       closedMonth,
+      event: tracked.json<{ event_id: string }>().event_id,
     };
   }
 
@@ -763,7 +812,7 @@ describe.each(ENGINES)('the role matrix (%s)', (engine) => {
       const made = await make(`p${role}`);
       for (const p of PAGES) {
         const res = await page(h, cookie, p.url(made));
-        const expected = p.route === '/dashboard/events/:id' ? 404 : 200;
+        const expected = p.status?.[role] ?? (p.route === '/dashboard/events/:id' ? 404 : 200);
         expect(res.statusCode, `${role} GET ${p.route}: ${res.body.slice(0, 300)}`).toBe(expected);
         const body = res.body.replace(/<header class="top">[\s\S]*?<\/header>/, '');
         const changeForms = [...body.matchAll(/<form\b[^>]*method="post"[^>]*action="([^"]*)"/g)]
