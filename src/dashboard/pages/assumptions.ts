@@ -139,6 +139,13 @@ function changeOf(query: URLSearchParams | Form) {
   return { kind, key: key === '' ? null : key, value, effective_from: get('effective_from').trim() };
 }
 
+/** What a refused change says on the page (its first detail, else its message); 5xx rethrown. */
+function refusalText(error: unknown): string {
+  if (!(error instanceof AppError) || error.status >= 500) throw error;
+  const d = error.details?.[0];
+  return d ? `${d.path.replace('/body/', '')} ${d.message}` : error.message;
+}
+
 export function registerAssumptionPages(dash: FastifyInstance, app: FastifyInstance): void {
   dash.get('/restatements/preview', async (request, reply) => {
     const ctx = dashboardCtx(app, request);
@@ -153,15 +160,7 @@ export function registerAssumptionPages(dash: FastifyInstance, app: FastifyInsta
       // An analyst is refused here (the preview is the first step of a change).
       preview = await previewChange({ ctx, change });
     } catch (error) {
-      if (!(error instanceof AppError) || error.status >= 500) throw error;
-      const d = error.details?.[0];
-      return redirectWithNotice(
-        app,
-        request,
-        reply,
-        back,
-        `Not previewed: ${d ? `${d.path.replace('/body/', '')} ${d.message}` : error.message}`,
-      );
+      return redirectWithNotice(app, request, reply, back, `Not previewed: ${refusalText(error)}`);
     }
     const cur = ctx.org.currency;
     const past = change.effectiveFrom < ctx.clock.now().getTime();
@@ -343,15 +342,7 @@ export function registerAssumptionPages(dash: FastifyInstance, app: FastifyInsta
           : `Restatement ${r.id} recorded from ${dateTime(r.version.effective_from)}; its figures are being applied.`,
       );
     } catch (error) {
-      if (!(error instanceof AppError) || error.status >= 500) throw error;
-      const d = error.details?.[0];
-      return redirectWithNotice(
-        app,
-        request,
-        reply,
-        back,
-        `Not applied: ${d ? `${d.path.replace('/body/', '')} ${d.message}` : error.message}`,
-      );
+      return redirectWithNotice(app, request, reply, back, `Not applied: ${refusalText(error)}`);
     }
   });
 }
