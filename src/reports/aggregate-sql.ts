@@ -12,6 +12,12 @@ export interface AggregateSpec {
   groupBy: readonly Dimension[];
   filters: ReportFilters;
   sources: readonly Source[];
+  /**
+   * Whether the organisation has entries in the adjustments ledger (hasAdjustments). Without
+   * any, the query reads no adjustments and sums no review columns: reports of organisations
+   * that never reviewed or restated cost what they did before the ledger.
+   */
+  adjustments: boolean;
   sort: Metric;
   top: number | null;
   /** Whether rows carry `total_groups`, the number of groups before `top` (exports do without). */
@@ -189,9 +195,11 @@ function rawSide(
     rh: adjustment ? sql`review_hours_micros` : sql`0`,
     rc: adjustment ? sql`review_cost_micros` : sql`0`,
   };
+  const review = spec.adjustments;
   if (each) {
-    const metrics = sql`${minus}${values.events} AS events, ${minus}${values.h} AS h, ${minus}${values.c} AS c, ${minus}${values.a} AS a, ${minus}${values.rh} AS rh, ${minus}${values.rc} AS rc`;
-    return sql`SELECT ${sql.join([...groups, metrics])} ${from}`;
+    const metrics = sql`${minus}${values.events} AS events, ${minus}${values.h} AS h, ${minus}${values.c} AS c, ${minus}${values.a} AS a`;
+    const reviews = review ? [sql`${minus}${values.rh} AS rh, ${minus}${values.rc} AS rc`] : [];
+    return sql`SELECT ${sql.join([...groups, metrics, ...reviews])} ${from}`;
   }
   const positions = spec.groupBy.map((_, i) => sql.lit(i + 1));
   // group_by is never empty (parseGroupBy), so there is always something to group by.
@@ -200,8 +208,9 @@ function rawSide(
   // (as the rollup sums are stored), SQLite through total() (microSum).
   const sum = (value: RawBuilder<unknown>) => sql`${minus}${microSum(spec.engine, value)}`;
   const count = adjustment ? sql`0` : sql`${minus}COUNT(*)`;
-  const metrics = sql`${count} AS events, ${sum(values.h)} AS h, ${sum(values.c)} AS c, ${sum(values.a)} AS a, ${sum(values.rh)} AS rh, ${sum(values.rc)} AS rc`;
-  return sql`SELECT ${sql.join([...groups, metrics])} ${from}${groupBy}`;
+  const metrics = sql`${count} AS events, ${sum(values.h)} AS h, ${sum(values.c)} AS c, ${sum(values.a)} AS a`;
+  const reviews = review ? [sql`${sum(values.rh)} AS rh, ${sum(values.rc)} AS rc`] : [];
+  return sql`SELECT ${sql.join([...groups, metrics, ...reviews])} ${from}${groupBy}`;
 }
 
 function sideQuery(spec: AggregateSpec, source: Source): RawBuilder<unknown> {
@@ -216,8 +225,10 @@ function sideQuery(spec: AggregateSpec, source: Source): RawBuilder<unknown> {
     // rows, instead of through an aggregate of their own. By one key they fall into a few
     // hundred groups, and aggregating them first is cheaper.
     const each = keyed >= 2 && spec.sources.some((s) => s.kind === 'rollup');
+    const events = rawSide(spec, source, 'events', groups, each);
     // The events, then the adjustments of the same piece: rollup rows hold both.
-    return sql`${rawSide(spec, source, 'events', groups, each)} UNION ALL ${rawSide(spec, source, 'adjustments', groups, each)}`;
+    if (!spec.adjustments) return events;
+    return sql`${events} UNION ALL ${rawSide(spec, source, 'adjustments', groups, each)}`;
   }
   // The key's order: the grain's rows of one bucket are one range of days.
   const { filters } = spec;
@@ -237,8 +248,9 @@ function sideQuery(spec: AggregateSpec, source: Source): RawBuilder<unknown> {
   const [events, h, c, a, rh, rc] = SUMS.map((sum) => sql.ref(sumColumn(sum, filters.outcome)));
   // A row without an event of the filtered outcome adds nothing: it stays out of the merge.
   if (filters.outcome !== undefined) where.push(sql`${events} <> 0`);
-  const values = sql`${minus}${events} AS events, ${minus}${h} AS h, ${minus}${c} AS c, ${minus}${a} AS a, ${minus}${rh} AS rh, ${minus}${rc} AS rc`;
-  return sql`SELECT ${sql.join([...groups, values])} FROM report_rollups WHERE ${sql.join(where, sql` AND `)}`;
+  const values = sql`${minus}${events} AS events, ${minus}${h} AS h, ${minus}${c} AS c, ${minus}${a} AS a`;
+  const reviews = spec.adjustments ? [sql`${minus}${rh} AS rh, ${minus}${rc} AS rc`] : [];
+  return sql`SELECT ${sql.join([...groups, values, ...reviews])} FROM report_rollups WHERE ${sql.join(where, sql` AND `)}`;
 }
 
 /** Each metric from the columns events, h, c and a, each read through `column`; net is c − a. */
@@ -306,8 +318,9 @@ export function aggregateQuery(db: DbOrTrx, spec: AggregateSpec) {
       metric.hours_saved.as('h'),
       metric.cost_saved.as('c'),
       metric.agent_cost.as('a'),
-      microSum(spec.engine, sql.ref('u.rh')).as('rh'),
-      microSum(spec.engine, sql.ref('u.rc')).as('rc'),
+      // Without adjustments there is no review time: no column to sum.
+      (spec.adjustments ? microSum(spec.engine, sql.ref('u.rh')) : sql<number>`0`).as('rh'),
+      (spec.adjustments ? microSum(spec.engine, sql.ref('u.rc')) : sql<number>`0`).as('rc'),
     ])
     // A group whose events were all taken away again (they lie outside the window), or whose
     // rollup rows hold no event of the filtered outcome, is no group.

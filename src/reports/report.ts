@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { OrgCtx } from '../context.js';
 import { fromMicros } from '../money.js';
 import { readDb, selectArrays, writeDb } from '../storage/db.js';
@@ -94,6 +95,30 @@ async function earliestEvent(ctx: OrgCtx): Promise<number | null> {
   return row === undefined ? null : Number(row.occurred_at);
 }
 
+/**
+ * Organisations known to have adjustments. The ledger only grows, so once seen they are not
+ * asked again; an organisation without any is asked in each report's snapshot (one index probe).
+ */
+const ADJUSTED = new Set<string>();
+
+/**
+ * Whether the organisation has an entry in the adjustments ledger (src/ledger/), read in the
+ * report's snapshot: a restatement publishes all its entries in one transaction, so the report
+ * reads all of them or none.
+ */
+async function hasAdjustments(ctx: OrgCtx): Promise<boolean> {
+  if (ADJUSTED.has(ctx.org.id)) return true;
+  const row = await ctx.db
+    .selectFrom('adjustments')
+    .select(sql<number>`1`.as('one'))
+    .where('org_id', '=', ctx.org.id)
+    .limit(1)
+    .executeTakeFirst();
+  if (row === undefined) return false;
+  ADJUSTED.add(ctx.org.id);
+  return true;
+}
+
 export interface ReportOptions {
   /** Answer from raw events only: the plain GROUP BY, for benchmarks and cross-checks. */
   forceRaw?: boolean;
@@ -124,6 +149,7 @@ async function prepare(ctx: OrgCtx, input: ReportInput, options: ReportOptions, 
   // The plain GROUP BY keeps the filters as given; they select the same events either way.
   const filters = options.forceRaw ? input.filters : clientFromMetadata(input.filters);
   const sources = planSources(range, input.groupBy, filters, { forceRaw: options.forceRaw, ...fold });
+  const adjustments = await hasAdjustments(ctx);
   const query = (totalGroups: boolean, ordered: boolean) =>
     aggregateQuery(ctx.db, {
       engine: ctx.engine,
@@ -131,6 +157,7 @@ async function prepare(ctx: OrgCtx, input: ReportInput, options: ReportOptions, 
       groupBy: input.groupBy,
       filters,
       sources,
+      adjustments,
       sort: input.sort,
       top: input.top,
       totalGroups,
