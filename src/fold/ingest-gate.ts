@@ -3,9 +3,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 /** What the gate reads of the folding stage (tail.ts foldLag). */
 export interface FoldLagReading {
-  /** The age of the next event to fold, by the service's clock; 0 when the stage has caught up. */
+  /**
+   * The age of the next event or adjustment to fold, by the service's clock; 0 when the stage has
+   * caught up.
+   */
   lagMs: number;
-  /** The lowest watermark of the fold parts: the gate sees the stage move by it. */
+  /** The lowest watermarks of the fold parts (events', adjustments'): the gate sees the stage move by them. */
   watermark: string;
 }
 

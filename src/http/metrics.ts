@@ -3,7 +3,12 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 /** The folding stage's tail as /metrics reads it (fold/tail-meter.ts TailMeter, with the service's clock). */
 export interface FoldTail {
   events: number;
-  /** Seconds since the first event of the tail (in commit order) was received; 0 when it is empty. */
+  /** Adjustments (src/ledger/) not folded yet. */
+  adjustments: number;
+  /**
+   * Seconds since the older of the first event of the tail (in commit order) was received and the
+   * first adjustment of the adjustments' tail was recorded; 0 when both are empty.
+   */
   lagSeconds: number;
   /** Days whose week or month rows the folding stage has still to build (fold/tail.ts closingDays). */
   closingDays: number;
@@ -48,7 +53,7 @@ export function createMetrics(
     registers: [registry],
   });
   if (foldTail) {
-    // A scrape while the database is away leaves the last values. Both gauges of one scrape
+    // A scrape while the database is away leaves the last values. The gauges of one scrape
     // share one read (prom-client collects them side by side).
     let reading: Promise<FoldTail | null> | null = null;
     const read = () => {
@@ -69,8 +74,17 @@ export function createMetrics(
       },
     });
     new Gauge({
+      name: 'tally_fold_tail_adjustments',
+      help: 'Adjustments of figures (reviews, restatements) recorded but not folded into rollups yet (DESIGN §11).',
+      registers: [registry],
+      async collect() {
+        const tail = await read();
+        if (tail) this.set(tail.adjustments);
+      },
+    });
+    new Gauge({
       name: 'tally_fold_lag_seconds',
-      help: 'Age of the next event to fold (the first of the tail in commit order), in seconds; 0 when the folding stage has caught up.',
+      help: 'Age of the next event or adjustment to fold (the older of the first of each tail in commit order), in seconds; 0 when the folding stage has caught up.',
       registers: [registry],
       async collect() {
         const tail = await read();

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { applyRestatement } from '../../src/ledger/restatement.js';
 import { createApiKey } from '../../src/orgs/api-keys.js';
 import { ENGINES } from '../support/engines.js';
 import { createHarness, type Harness, type TestOrg } from '../support/harness.js';
@@ -210,5 +211,36 @@ describe.each(ENGINES)('/v1/budgets (%s)', (engine) => {
     const refused = await call('GET', '/v1/budgets', undefined, ingest.api_key);
     expect(refused.statusCode).toBe(403);
     expect(refused.json().error.code).toBe('insufficient_scope');
+  });
+
+  it("counts the spend with the events' adjustments: a restated agent cost moves the state", async () => {
+    const other = await h.createOrg();
+    const ctx = await h.orgCtx(other);
+    await seed(ctx, [event('2026-11-19T08:00:00Z', 500, 'bot-9')]);
+    const created = await call(
+      'POST',
+      '/v1/budgets',
+      { name: 'restated', scope: 'agent', scope_value: 'bot-9', amount: 600 },
+      other.apiKey,
+    );
+    expect(created.statusCode, created.body).toBe(201);
+    const id = (created.json() as { id: string }).id;
+    const status = async () =>
+      (await call('GET', `/v1/budgets/${id}`, undefined, other.apiKey)).json().status;
+    // Its forecast reaches the amount; its spend does not yet.
+    expect(await status()).toMatchObject({ state: 'at_risk', spend: 500, thresholds_crossed: [50, 80] });
+    // A restatement of the run's agent cost (an adjustment of +200).
+    await applyRestatement(ctx, {
+      restatementId: `rst_budget_${engine}`,
+      orgId: other.id,
+      reason: 'the model was priced too low',
+      reprice: (e) => (e.agent_id === 'bot-9' ? { agentCostMicros: 700_000_000 } : null),
+    });
+    expect(await status()).toMatchObject({
+      state: 'exhausted',
+      spend: 700,
+      thresholds_crossed: [50, 80, 100],
+      run_out_date: '2026-11-19',
+    });
   });
 });

@@ -12,8 +12,11 @@ import { foldOnce } from '../../src/fold/pass.js';
 import { FoldStage } from '../../src/fold/stage.js';
 import { tailState } from '../../src/fold/tail.js';
 import { TailMeter } from '../../src/fold/tail-meter.js';
+import { applyRestatement } from '../../src/ledger/restatement.js';
+import { recordReview } from '../../src/ledger/review.js';
 import { trackEvent } from '../../src/tracking/track.js';
 import { createWebhook } from '../../src/webhooks/subscriptions.js';
+import { baselineRepricer } from '../ledger/repricer.js';
 import { seed, type SeedEvent } from '../reports/seed.js';
 import { unlimited } from '../reports/unlimited.js';
 import { createTestStorage, ENGINES, type TestStorage } from '../support/engines.js';
@@ -48,6 +51,21 @@ async function untilFoldable(ctx: ServiceCtx) {
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
   throw new Error('the events did not become foldable');
+}
+
+/**
+ * Folds until neither events nor adjustments wait (src/ledger/). PostgreSQL folds only below the
+ * oldest transaction running on the server, another test file's included: it may take a few
+ * passes.
+ */
+async function foldEverything(ctx: ServiceCtx) {
+  for (let i = 0; i < 500; i++) {
+    await foldOnce(ctx);
+    const tail = await tailState(ctx.db, ctx.engine);
+    if (tail.events === 0 && tail.adjustments === 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error('the tails did not empty');
 }
 
 describe('TALLY_FOLD_BATCH', () => {
@@ -267,6 +285,64 @@ describe.each(ENGINES)('the folding stage (%s)', (engine) => {
     h.clock.set(new Date(NOW));
   });
 
+  it('/metrics shows the adjustments not folded yet, and the lag from the older head of both tails', async () => {
+    await foldAll(h.ctx);
+    const ctx = await orgWithWebhook(h);
+    const metric = async (name: string) => {
+      const res = await h.request({ method: 'GET', url: '/metrics', apiKey: null });
+      const line = res.body.split('\n').find((l) => l.startsWith(`${name} `));
+      return Number(line?.split(' ')[1]);
+    };
+    const gauges = async () => ({
+      events: await metric('tally_fold_tail_events'),
+      adjustments: await metric('tally_fold_tail_adjustments'),
+      lag: await metric('tally_fold_lag_seconds'),
+    });
+    h.clock.set(new Date(NOW));
+    const track = async (taskType: string, outcome: 'success' | 'needs_review') =>
+      (
+        await trackEvent({
+          ctx,
+          idempotencyKey: null,
+          input: { agent_id: 'meter', task_type: taskType, outcome, human_baseline_minutes: 60 },
+        })
+      ).event;
+    const reviewed = await track('support_ticket_reply', 'needs_review');
+    await track('dev_bug_fix', 'success');
+    await track('dev_bug_fix', 'needs_review');
+    await foldEverything(h.ctx);
+    expect(await gauges()).toEqual({ events: 0, adjustments: 0, lag: 0 });
+
+    // A review at +1 s: one adjustment waits, and the lag is its age.
+    h.clock.set(new Date(NOW + 1_000));
+    await recordReview({
+      ctx,
+      eventId: reviewed.event_id,
+      input: { review_minutes: 10, verdict: 'accepted' },
+      idempotencyKey: null,
+    });
+    h.clock.set(new Date(NOW + 4_000));
+    expect(await gauges()).toEqual({ events: 0, adjustments: 1, lag: 3 });
+    // A restatement of the two dev_bug_fix events at +5 s adds an entry for each.
+    h.clock.set(new Date(NOW + 5_000));
+    await applyRestatement(ctx, {
+      restatementId: `rst_meter_${engine}`,
+      orgId: ctx.org.id,
+      reason: 'bug fixes take 30 minutes by hand',
+      reprice: baselineRepricer('dev_bug_fix', 30),
+    });
+    // An event received at +6 s is younger than the review's entry: the lag stays the entry's.
+    h.clock.set(new Date(NOW + 6_000));
+    await track('data_sql_query', 'success');
+    h.clock.set(new Date(NOW + 8_000));
+    expect(await gauges()).toEqual({ events: 1, adjustments: 3, lag: 7 });
+    expect(await tailState(h.ctx.db, h.ctx.engine)).toEqual({ events: 1, adjustments: 3 });
+
+    await foldEverything(h.ctx);
+    expect(await gauges()).toEqual({ events: 0, adjustments: 0, lag: 0 });
+    h.clock.set(new Date(NOW));
+  });
+
   it('/metrics recounts a long tail only every few seconds, and reads the lag from its head', async () => {
     await foldAll(h.ctx);
     const ctx = await orgWithWebhook(h);
@@ -274,22 +350,22 @@ describe.each(ENGINES)('the folding stage (%s)', (engine) => {
       countAlways: 2,
       recountMs: 5_000,
     });
-    expect(await meter.read()).toEqual({ events: 0, lagSeconds: 0, closingDays: 0 });
+    expect(await meter.read()).toEqual({ events: 0, adjustments: 0, lagSeconds: 0, closingDays: 0 });
     await seed(ctx, randomEvents(5, 3, NOW));
     h.clock.set(new Date(NOW + 1_000));
-    expect(await meter.read()).toEqual({ events: 3, lagSeconds: 1, closingDays: 0 });
+    expect(await meter.read()).toEqual({ events: 3, adjustments: 0, lagSeconds: 1, closingDays: 0 });
     // Longer than countAlways: the count of a second ago stands; the lag is read each time.
     h.clock.set(new Date(NOW + 2_000));
     await seed(ctx, randomEvents(6, 2, NOW));
     h.clock.set(new Date(NOW + 4_000));
-    expect(await meter.read()).toEqual({ events: 3, lagSeconds: 4, closingDays: 0 });
+    expect(await meter.read()).toEqual({ events: 3, adjustments: 0, lagSeconds: 4, closingDays: 0 });
     h.clock.set(new Date(NOW + 6_000));
-    expect(await meter.read()).toEqual({ events: 5, lagSeconds: 6, closingDays: 0 });
+    expect(await meter.read()).toEqual({ events: 5, adjustments: 0, lagSeconds: 6, closingDays: 0 });
     // An empty tail shows at once, and the next tail is counted at once.
     await foldAll(h.ctx);
-    expect(await meter.read()).toEqual({ events: 0, lagSeconds: 0, closingDays: 0 });
+    expect(await meter.read()).toEqual({ events: 0, adjustments: 0, lagSeconds: 0, closingDays: 0 });
     await seed(ctx, randomEvents(7, 1, NOW));
-    expect(await meter.read()).toEqual({ events: 1, lagSeconds: 0, closingDays: 0 });
+    expect(await meter.read()).toEqual({ events: 1, adjustments: 0, lagSeconds: 0, closingDays: 0 });
     h.clock.set(new Date(NOW));
   });
 

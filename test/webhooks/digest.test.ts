@@ -1,10 +1,21 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
+import type { OrgCtx, ServiceCtx } from '../../src/context.js';
+import { foldOnce } from '../../src/fold/pass.js';
+import { tailState } from '../../src/fold/tail.js';
+import { applyRestatement } from '../../src/ledger/restatement.js';
+import { recordReview } from '../../src/ledger/review.js';
+import type { Dimension } from '../../src/reports/params.js';
+import { buildReport } from '../../src/reports/report.js';
 import { openStorage, type Storage } from '../../src/storage/db.js';
-import { dueDigestWeeks, queueDueDigests } from '../../src/webhooks/digest.js';
+import { trackEvent } from '../../src/tracking/track.js';
+import { dueDigestWeeks, queueDigestWeekAt, queueDueDigests } from '../../src/webhooks/digest.js';
+import { digestPayload } from '../../src/webhooks/digest-payload.js';
+import { createWebhook } from '../../src/webhooks/subscriptions.js';
 import { DeliveryWorker } from '../../src/webhooks/worker.js';
 import { ENGINES } from '../support/engines.js';
-import { createHarness, type Harness } from '../support/harness.js';
+import { createHarness, pausedStageOptions, type Harness } from '../support/harness.js';
+import { baselineRepricer } from '../ledger/repricer.js';
 import { ALLOW_PRIVATE, subscribe } from './helpers.js';
 import { startReceiver, type Receiver } from './receiver.js';
 
@@ -89,6 +100,8 @@ describe.each(ENGINES)('weekly digest (%s)', (engine) => {
       cost_saved: sum('cost_saved'),
       agent_cost: 1.25,
       net_saved: Math.round((sum('cost_saved') - 1.25) * 1e6) / 1e6,
+      review_hours: 0,
+      review_cost: 0,
     });
     expect(digest.top_agents).toHaveLength(5);
     expect(digest.top_agents[0]).toEqual({
@@ -98,6 +111,8 @@ describe.each(ENGINES)('weekly digest (%s)', (engine) => {
       cost_saved: 50,
       agent_cost: 1.25,
       net_saved: 48.75,
+      review_hours: 0,
+      review_cost: 0,
     });
     expect(digest.top_task_types.map((t: { task_type: string }) => t.task_type)).toEqual([
       'dev_code_review',
@@ -137,5 +152,168 @@ describe.each(ENGINES)('weekly digest (%s)', (engine) => {
       ctx: { ...h.ctx, clock: new ManualClock('2026-12-01T13:00:00.000Z') },
     });
     expect(early).toEqual([]);
+  });
+});
+
+/**
+ * Folds until neither events nor adjustments wait (src/ledger/). PostgreSQL folds only below the
+ * oldest transaction running on the server, another test file's included: it may take a few
+ * passes.
+ */
+async function foldEverything(ctx: ServiceCtx) {
+  for (let i = 0; i < 500; i++) {
+    await foldOnce(ctx);
+    const tail = await tailState(ctx.db, ctx.engine);
+    if (tail.events === 0 && tail.adjustments === 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error('the tails did not empty');
+}
+
+describe.each(ENGINES)('weekly digest of reviewed and restated events (%s)', (engine) => {
+  // The Wednesday after the digested week of 2026-11-16.
+  const NOW = Date.parse('2026-11-25T12:00:00.000Z');
+  const WEEK = { from: new Date('2026-11-16T00:00:00.000Z'), to: new Date('2026-11-23T00:00:00.000Z') };
+  let h: Harness;
+  let ctx: OrgCtx;
+  beforeAll(async () => {
+    h = await createHarness(engine, { ...pausedStageOptions(NOW), env: ALLOW_PRIVATE });
+    ctx = await h.orgCtx(await h.createOrg({ plan: 'pro', hourlyRate: 50 }));
+  });
+  afterAll(async () => h.close());
+
+  const track = async (
+    agentId: string,
+    taskType: string,
+    outcome: 'success' | 'needs_review',
+    minutes: number,
+    occurredAt: string,
+    agentCost?: number,
+  ) =>
+    (
+      await trackEvent({
+        ctx,
+        idempotencyKey: null,
+        input: {
+          agent_id: agentId,
+          task_type: taskType,
+          outcome,
+          human_baseline_minutes: minutes,
+          occurred_at: occurredAt,
+          ...(agentCost === undefined ? {} : { agent_cost: agentCost }),
+        },
+      })
+    ).event;
+
+  /** The report verb's rows over the digested week, by hours saved. */
+  const reportRows = async (groupBy: Dimension[]) =>
+    (
+      await buildReport({
+        ctx,
+        input: { period: 'all', groupBy, sort: 'hours_saved', top: 5, filters: { metadata: [] } },
+        options: { range: { from: WEEK.from.getTime(), to: WEEK.to.getTime() } },
+      })
+    ).rows;
+  /** Its rows with the group's `key` first, as the digest's rows are. */
+  const report = async (groupBy: Dimension[], key: string) =>
+    (await reportRows(groupBy)).map(({ group, ...figures }) => ({ [key]: group[key], ...figures }));
+  const digest = () =>
+    digestPayload({ db: h.ctx.db, orgId: ctx.org.id, currency: 'EUR', from: WEEK.from, to: WEEK.to });
+
+  it("equals the report verb's figures for the week, and ranks by the adjusted hours", async () => {
+    // Before the adjustments: alpha 1.5 h (dev_bug_fix), beta 1 h (needs_review at 120 min), gamma 1/3 h.
+    await track('alpha', 'dev_bug_fix', 'success', 90, '2026-11-17T10:00:00.000Z', 2);
+    const beta = await track(
+      'beta',
+      'support_ticket_reply',
+      'needs_review',
+      120,
+      '2026-11-18T10:00:00.000Z',
+      0.5,
+    );
+    await track('gamma', 'data_sql_query', 'success', 20, '2026-11-19T10:00:00.000Z');
+    // Outside the week, restated too: neither they nor their adjustments count.
+    await track('alpha', 'dev_bug_fix', 'success', 90, '2026-11-15T23:59:59.999Z');
+    await track('delta', 'dev_bug_fix', 'success', 600, '2026-11-23T00:00:00.000Z');
+    await foldEverything(h.ctx);
+    const before = await digest();
+    expect(before.top_agents.map((r) => r.agent_id)).toEqual(['alpha', 'beta', 'gamma']);
+
+    // beta's review (accepted after 10 minutes): (120 − 10) / 60 h. The restatement of
+    // dev_bug_fix to 30 minutes: alpha 0.5 h.
+    await recordReview({
+      ctx,
+      eventId: beta.event_id,
+      input: { review_minutes: 10, verdict: 'accepted' },
+      idempotencyKey: null,
+    });
+    const restated = await applyRestatement(ctx, {
+      restatementId: `rst_digest_${engine}`,
+      orgId: ctx.org.id,
+      reason: 'bug fixes take 30 minutes by hand',
+      reprice: baselineRepricer('dev_bug_fix', 30),
+    });
+    expect(restated).toMatchObject({ status: 'applied', events_adjusted: 3 });
+
+    const expectAsReports = async () => {
+      const payload = await digest();
+      // A week's rows: the one row of the digested ISO week.
+      const weeks = (await reportRows(['week'])).map(({ group: _group, ...figures }) => figures);
+      expect(weeks).toHaveLength(1);
+      const totals = weeks[0];
+      expect(payload.totals).toEqual(totals);
+      expect(payload.top_agents).toEqual(await report(['agent'], 'agent_id'));
+      expect(payload.top_task_types).toEqual(await report(['task_type'], 'task_type'));
+      return payload;
+    };
+    // The adjustments in the tail, then folded into the rollups.
+    const unfolded = await expectAsReports();
+    await foldEverything(h.ctx);
+    expect(await expectAsReports()).toEqual(unfolded);
+
+    expect(unfolded.totals).toMatchObject({
+      events: 3,
+      agent_cost: 2.5,
+      hours_saved: 0.5 + 1.833333 + 0.333333,
+      review_hours: 0.166667,
+      review_cost: 8.33335,
+    });
+    expect(unfolded.totals.net_saved).toBe(
+      Math.round((unfolded.totals.cost_saved - unfolded.totals.agent_cost) * 1e6) / 1e6,
+    );
+    expect(unfolded.top_agents.map((r) => [r.agent_id, r.events, r.hours_saved])).toEqual([
+      ['beta', 1, 1.833333],
+      ['alpha', 1, 0.5],
+      ['gamma', 1, 0.333333],
+    ]);
+    expect(unfolded.top_task_types.map((r) => r.task_type)).toEqual([
+      'support_ticket_reply',
+      'dev_bug_fix',
+      'data_sql_query',
+    ]);
+    expect(Object.keys(unfolded.totals)).toEqual([
+      'events',
+      'hours_saved',
+      'cost_saved',
+      'agent_cost',
+      'net_saved',
+      'review_hours',
+      'review_cost',
+    ]);
+
+    // The message queued for a subscriber carries the same payload.
+    const hook = await createWebhook({
+      ctx,
+      input: { url: 'http://127.0.0.1:9/hook', event_types: ['weekly.digest'] },
+    });
+    const queued = await queueDigestWeekAt({ ctx: h.ctx, at: new Date('2026-11-23T09:00:00.000Z') });
+    const mine = queued.find((q) => q.webhook_id === hook.id);
+    expect(mine?.week).toBe('2026-11-16');
+    const message = await h.ctx.db
+      .selectFrom('webhook_messages')
+      .select('payload')
+      .where('id', '=', mine?.message_id ?? '')
+      .executeTakeFirstOrThrow();
+    expect(JSON.parse(message.payload)).toEqual(unfolded);
   });
 });
