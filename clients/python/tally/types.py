@@ -537,7 +537,7 @@ class WebhookEnvelope(TypedDict):
     id: str
     type: Literal["event.created", "agent.first_event", "weekly.digest", "test.ping",
                   "budget.threshold_crossed", "budget.forecast_exceeded", "usage.threshold_crossed",
-                  "figures.restated"]
+                  "figures.restated", "event.reviewed"]
     created_at: str
     data: Union[Event, Dict[str, Any]]
 

@@ -103,9 +103,20 @@ export type ListInvitationsQuery = Query<'listInvitations'>;
 export interface WeeklyDigest {
   period: { from: string; to: string };
   currency: string;
-  totals: { events: number; hours_saved: number; cost_saved: number; agent_cost: number; net_saved: number };
-  top_agents: ReportRow[];
-  top_task_types: ReportRow[];
+  totals: DigestFigures;
+  top_agents: Array<{ agent_id: string } & DigestFigures>;
+  top_task_types: Array<{ task_type: string } & DigestFigures>;
+}
+
+/** A `weekly.digest` total or row: the week's figures with their reviews and restatements. */
+export interface DigestFigures {
+  events: number;
+  hours_saved: number;
+  cost_saved: number;
+  agent_cost: number;
+  net_saved: number;
+  review_hours: number;
+  review_cost: number;
 }
 
 /** `budget.threshold_crossed` and `budget.forecast_exceeded` (docs/budgets-and-forecasts.md). */
