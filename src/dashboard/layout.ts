@@ -53,7 +53,8 @@ export interface PageInput {
 
 /** Forms an analyst keeps: their own account, sessions and organisation, signing out. */
 const ALWAYS_ALLOWED_ACTIONS = /^\/dashboard\/(logout|account)(\/|"|$)/;
-const POST_FORM = /<form\b[^>]*\bmethod="post"[^>]*>[\s\S]*?<\/form>/g;
+/** A form that posts, or one marked `data-change`: a GET form that opens a change (its preview). */
+const CHANGE_FORM = /<form\b[^>]*\b(?:method="post"|data-change\b)[^>]*>[\s\S]*?<\/form>/g;
 
 /**
  * A page body without the forms that change something: what an analyst sees. The verbs refuse
@@ -62,7 +63,7 @@ const POST_FORM = /<form\b[^>]*\bmethod="post"[^>]*>[\s\S]*?<\/form>/g;
  */
 export function withoutChangeForms(body: SafeHtml): SafeHtml {
   return new SafeHtml(
-    body.text.replace(POST_FORM, (form) => {
+    body.text.replace(CHANGE_FORM, (form) => {
       const action = /\baction="([^"]*)"/.exec(form)?.[1] ?? '';
       return ALWAYS_ALLOWED_ACTIONS.test(action) ? form : '';
     }),

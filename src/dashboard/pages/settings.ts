@@ -240,12 +240,14 @@ ${s.admin_emails.join('\n')}</textarea>
         Every value of the rates, credits and fallback baseline, with the date it applies from.
       </p>
       ${historyTable(versions, s.currency, 'Assumption history')}
-      <h3>Change from a past date</h3>
-      <p class="muted">
-        A change from a past date restates figures already reported. Preview it first: the events it moves and
-        each month before and after.
-      </p>
-      ${pastChangeForm({ id: 'restate', choices, back: '/dashboard/settings', valueHint: 'Rates in the currency, credits 0 to 1, minutes; empty = unset' })}
+      ${pastChangeForm({
+        id: 'restate',
+        intro:
+          'A change from a past date restates figures already reported. Preview it first: the events it moves and each month before and after.',
+        choices,
+        back: '/dashboard/settings',
+        valueHint: 'Rates in the currency, credits 0 to 1, minutes; empty = unset',
+      })}
     </section>
     <section class="panel">
       <h2>API keys</h2>
