@@ -16,7 +16,12 @@ export const NAV = [
   ['Members', '/dashboard/members'],
 ] as const;
 
-export type Section = (typeof NAV)[number][0];
+/**
+ * The part of the dashboard a page belongs to, highlighted in the header: an entry of the
+ * navigation, the signed-in person's own account (the link with their e-mail), or none (a page
+ * not found).
+ */
+export type Section = (typeof NAV)[number][0] | 'Account' | null;
 
 const PLAN_NAMES: Record<string, string> = { free: 'Free', pro: 'Pro', enterprise: 'Enterprise' };
 export const planName = (plan: string) => PLAN_NAMES[plan] ?? plan;
@@ -70,7 +75,7 @@ export function withoutChangeForms(body: SafeHtml): SafeHtml {
   );
 }
 
-function personMenu(person: PagePerson, org: Organization, csrfToken: string): SafeHtml {
+function personMenu(person: PagePerson, org: Organization, csrfToken: string, current: boolean): SafeHtml {
   const others = person.memberships.filter((m) => m.orgId !== org.id);
   const switcher =
     others.length === 0
@@ -90,7 +95,11 @@ function personMenu(person: PagePerson, org: Organization, csrfToken: string): S
         </form>`;
   return html`<div class="person">
     ${switcher}
-    <a href="/dashboard/account" class="person-link" title="Your account and sessions"
+    <a
+      href="/dashboard/account"
+      class="person-link"
+      title="Your account and sessions"
+      ${current ? html` aria-current="page"` : ''}
       >${person.email} <span class="pill">${person.role}</span></a
     >
   </div>`;
@@ -116,7 +125,11 @@ export function page(input: PageInput): string {
             <span class="pill">${planName(input.org.plan)} plan</span>
             <span class="pill">${input.org.currency}</span>
           </div>
-          ${input.person ? personMenu(input.person, input.org, input.csrfToken) : ''}
+          ${
+            input.person
+              ? personMenu(input.person, input.org, input.csrfToken, input.section === 'Account')
+              : ''
+          }
           <nav aria-label="Main">
             <ul>
               ${nav}
