@@ -107,7 +107,7 @@ export function pastChangeForm(input: {
   return html`<form
     method="get"
     action="/dashboard/restatements/preview"
-    class="past-change"
+    class="titled-form"
     aria-labelledby="${input.id}-title"
     data-change
   >
