@@ -16,7 +16,12 @@ export const NAV = [
   ['Members', '/dashboard/members'],
 ] as const;
 
-export type Section = (typeof NAV)[number][0];
+/**
+ * The part of the dashboard a page belongs to, highlighted in the header: an entry of the
+ * navigation, the signed-in person's own account (the link with their e-mail), or none (a page
+ * not found).
+ */
+export type Section = (typeof NAV)[number][0] | 'Account' | null;
 
 const PLAN_NAMES: Record<string, string> = { free: 'Free', pro: 'Pro', enterprise: 'Enterprise' };
 export const planName = (plan: string) => PLAN_NAMES[plan] ?? plan;
@@ -53,7 +58,8 @@ export interface PageInput {
 
 /** Forms an analyst keeps: their own account, sessions and organisation, signing out. */
 const ALWAYS_ALLOWED_ACTIONS = /^\/dashboard\/(logout|account)(\/|"|$)/;
-const POST_FORM = /<form\b[^>]*\bmethod="post"[^>]*>[\s\S]*?<\/form>/g;
+/** A form that posts, or one marked `data-change`: a GET form that opens a change (its preview). */
+const CHANGE_FORM = /<form\b[^>]*\b(?:method="post"|data-change\b)[^>]*>[\s\S]*?<\/form>/g;
 
 /**
  * A page body without the forms that change something: what an analyst sees. The verbs refuse
@@ -62,14 +68,14 @@ const POST_FORM = /<form\b[^>]*\bmethod="post"[^>]*>[\s\S]*?<\/form>/g;
  */
 export function withoutChangeForms(body: SafeHtml): SafeHtml {
   return new SafeHtml(
-    body.text.replace(POST_FORM, (form) => {
+    body.text.replace(CHANGE_FORM, (form) => {
       const action = /\baction="([^"]*)"/.exec(form)?.[1] ?? '';
       return ALWAYS_ALLOWED_ACTIONS.test(action) ? form : '';
     }),
   );
 }
 
-function personMenu(person: PagePerson, org: Organization, csrfToken: string): SafeHtml {
+function personMenu(person: PagePerson, org: Organization, csrfToken: string, current: boolean): SafeHtml {
   const others = person.memberships.filter((m) => m.orgId !== org.id);
   const switcher =
     others.length === 0
@@ -89,7 +95,11 @@ function personMenu(person: PagePerson, org: Organization, csrfToken: string): S
         </form>`;
   return html`<div class="person">
     ${switcher}
-    <a href="/dashboard/account" class="person-link" title="Your account and sessions"
+    <a
+      href="/dashboard/account"
+      class="person-link"
+      title="Your account and sessions"
+      ${current ? html` aria-current="page"` : ''}
       >${person.email} <span class="pill">${person.role}</span></a
     >
   </div>`;
@@ -115,7 +125,11 @@ export function page(input: PageInput): string {
             <span class="pill">${planName(input.org.plan)} plan</span>
             <span class="pill">${input.org.currency}</span>
           </div>
-          ${input.person ? personMenu(input.person, input.org, input.csrfToken) : ''}
+          ${
+            input.person
+              ? personMenu(input.person, input.org, input.csrfToken, input.section === 'Account')
+              : ''
+          }
           <nav aria-label="Main">
             <ul>
               ${nav}

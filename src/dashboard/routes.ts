@@ -137,7 +137,7 @@ export async function registerDashboard(app: FastifyInstance): Promise<void> {
         }
         return sendPage(request, reply, {
           title: status === 404 ? 'Not found' : 'Something went wrong',
-          section: 'Overview',
+          section: null,
           status,
           body: html`<p class="error" role="alert">${message}</p>
             <p><a href="/dashboard">Back to the overview</a></p>`,
@@ -147,7 +147,7 @@ export async function registerDashboard(app: FastifyInstance): Promise<void> {
       dash.setNotFoundHandler(async (request, reply) =>
         sendPage(request, reply, {
           title: 'Not found',
-          section: 'Overview',
+          section: null,
           status: 404,
           body: html`<p>There is no page at this address.</p>
             <p><a href="/dashboard">Back to the overview</a></p>`,

@@ -34,13 +34,14 @@ const PAGES = [
 ];
 
 /** The text of the page's main content, the figures included, without its controls. */
-async function mainText(page: Page): Promise<string> {
-  return page.evaluate(() => {
+async function mainText(page: Page, without = 'form'): Promise<string> {
+  return page.evaluate((extra) => {
     const main = document.querySelector('main')?.cloneNode(true) as HTMLElement | undefined;
     if (!main) return '';
-    for (const el of Array.from(main.querySelectorAll('form, script, input[type=hidden]'))) el.remove();
+    for (const el of Array.from(main.querySelectorAll(`form, script, input[type=hidden], ${extra}`)))
+      el.remove();
     return (main.textContent ?? '').replace(/\s+/g, ' ').trim();
-  });
+  }, without);
 }
 
 /** Controls in the main content that would change something: forms that post, their buttons. */
@@ -102,9 +103,14 @@ describe('people in Chromium', { timeout: 120_000 }, () => {
       await analyst.goto(path);
       expect(await analyst.title(), path).toBe(await admin.title());
       expect(await changeControls(analyst), path).toEqual([]);
-      // Same figures: the analyst's page is the admin's without its forms.
-      expect(await mainText(analyst), path).toBe(await mainText(admin));
+      // Same figures: the analyst's page is the admin's without its forms (and, on Settings, with
+      // the settings as text in place of the form).
+      expect(await mainText(analyst, '#settings-facts'), path).toBe(await mainText(admin));
     }
+    await analyst.goto('/dashboard/settings');
+    expect(await analyst.locator('#settings-facts').textContent()).toMatch(
+      /Default hourly rate\s*€50\.00 \/ h/,
+    );
     // The admin does have the controls.
     await admin.goto('/dashboard/settings');
     expect(await changeControls(admin)).toContain('/dashboard/settings/keys');

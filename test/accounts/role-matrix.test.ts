@@ -111,7 +111,7 @@ const PAGES: Page[] = [
   {
     route: '/dashboard/restatements/preview',
     url: (m) => `/dashboard/restatements/preview?${pastChange(m)}`,
-    doc: 'A change from a past date: its preview (analysts get a notice)',
+    doc: 'A change from a past date: its preview (not offered to analysts; they get a notice)',
     // The preview is the first step of a change: an analyst is sent back with a notice.
     status: { analyst: 303 },
   },
@@ -824,12 +824,20 @@ describe.each(ENGINES)('the role matrix (%s)', (engine) => {
           (action) => !ACTIONS.some((a) => routeMatches(a.route, action) && mayDo(role, a.needs)),
         );
         expect(unusable, `${role} ${p.route}`).toEqual([]);
+        // Nor a form that only leads to a page sending the role back (a change's preview).
+        const refusedOnArrival = [...body.matchAll(/<form\b[^>]*action="([^"]*)"/g)]
+          .map((m) => m[1] ?? '')
+          .filter((action) =>
+            PAGES.some((q) => routeMatches(q.route, action) && q.status?.[role] !== undefined),
+          );
+        expect(refusedOnArrival, `${role} ${p.route}`).toEqual([]);
         const hidden = p.hides?.[role];
         if (hidden) expect(body, `${role} ${p.route}`).not.toMatch(hidden);
       }
       // The pages with forms show them to those who may use them.
       const settings = await page(h, cookie, '/dashboard/settings');
       expect(settings.body.includes('action="/dashboard/settings/keys"')).toBe(role !== 'analyst');
+      expect(settings.body.includes('action="/dashboard/restatements/preview"')).toBe(role !== 'analyst');
     });
 
     it(`walks every action as ${role}: done where the role allows, refused by the verb where not`, async () => {

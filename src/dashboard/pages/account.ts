@@ -445,7 +445,7 @@ export function registerAccountPages(dash: FastifyInstance, app: FastifyInstance
     );
     return sendPage(request, reply, {
       title: 'Your account',
-      section: 'Overview',
+      section: 'Account',
       body: html`<section class="panel">
           <h2>Your sessions</h2>
           <p class="muted">

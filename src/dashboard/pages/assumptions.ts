@@ -93,26 +93,39 @@ export function historyTable(
 
 /**
  * A form that changes one assumption from a past date: it opens the preview, from which the
- * change is applied. `kinds`: [kind, key, label] choices.
+ * change is applied. `choices`: [kind, key, label]. Its heading and explanation sit inside it and
+ * it is marked `data-change`, so that the page frame leaves the whole of it out for those who may
+ * not change anything (layout.ts withoutChangeForms), as it does with the forms that post.
  */
 export function pastChangeForm(input: {
   id: string;
+  intro: string;
   choices: ReadonlyArray<readonly [kind: AssumptionKind, key: string, label: string]>;
   back: string;
   valueHint: string;
 }): SafeHtml {
-  return html`<form method="get" action="/dashboard/restatements/preview" class="form-grid">
+  return html`<form
+    method="get"
+    action="/dashboard/restatements/preview"
+    class="titled-form"
+    aria-labelledby="${input.id}-title"
+    data-change
+  >
+    <h3 id="${input.id}-title">Change from a past date</h3>
+    <p class="muted">${input.intro}</p>
     <input type="hidden" name="back" value="${input.back}" />
-    ${select({
-      id: `${input.id}-what`,
-      name: 'what',
-      label: 'Assumption',
-      options: input.choices.map(([kind, key, label]) => [`${kind}:${key}`, label] as const),
-      value: '',
-    })}
-    ${textField({ id: `${input.id}-value`, name: 'value', label: 'New value', type: 'number', hint: input.valueHint, attrs: html`min="0" step="any"` })}
-    ${textField({ id: `${input.id}-from`, name: 'effective_from', label: 'Applies from (UTC day)', type: 'date', required: true })}
-    <div class="field actions"><button type="submit" class="button">Preview the change</button></div>
+    <div class="form-grid">
+      ${select({
+        id: `${input.id}-what`,
+        name: 'what',
+        label: 'Assumption',
+        options: input.choices.map(([kind, key, label]) => [`${kind}:${key}`, label] as const),
+        value: '',
+      })}
+      ${textField({ id: `${input.id}-value`, name: 'value', label: 'New value', type: 'number', hint: input.valueHint, attrs: html`min="0" step="any"` })}
+      ${textField({ id: `${input.id}-from`, name: 'effective_from', label: 'Applies from (UTC day)', type: 'date', required: true })}
+      <div class="field actions"><button type="submit" class="button">Preview the change</button></div>
+    </div>
   </form>`;
 }
 

@@ -3,9 +3,9 @@ import { hasRole } from '../../accounts/authorize.js';
 import { planAtLeast } from '../../billing/plans.js';
 import type { OrgCtx } from '../../context.js';
 import { AppError } from '../../errors.js';
-import { periodChanges, type PeriodChanges } from '../../periods/changes.js';
+import { periodChanges } from '../../periods/changes.js';
 import { statementCsv } from '../../periods/csv.js';
-import { isZero, type Figures } from '../../periods/figures.js';
+import { isZero } from '../../periods/figures.js';
 import { monthOf, monthRange } from '../../periods/months.js';
 import { closedPeriodNotes, type ClosedPeriodNote } from '../../periods/notes.js';
 import {
@@ -15,29 +15,15 @@ import {
   listStatements,
   reopenPeriod,
   type PeriodSummary,
-  type Statement,
 } from '../../periods/periods.js';
-import { count, dateTime, hours, money, monthName } from '../format.js';
+import { dateTime, monthName } from '../format.js';
 import { html, type SafeHtml } from '../html.js';
 import { csrfField, planGate } from '../layout.js';
 import { dashboardCtx, field, redirectWithNotice, sendPage, session, type Form } from '../page-kit.js';
+import { changesSection, differenceText, statementTables } from './period-statement.js';
 
 /** Months offered on the Periods page: the last twelve that have ended, newest first. */
 const RECENT_MONTHS = 12;
-
-function signed(value: number, format: (n: number) => string): string {
-  if (value === 0) return format(0);
-  return `${value > 0 ? '+' : '−'}${format(Math.abs(value))}`;
-}
-
-/** `+1 event, +2.5 h saved, −€3.10 net saved`. */
-function differenceText(d: Figures, currency: string): string {
-  return [
-    `${signed(d.events, count)} ${Math.abs(d.events) === 1 ? 'event' : 'events'}`,
-    `${signed(d.hours_saved, hours)} h saved`,
-    `${signed(d.net_saved, (n) => money(n, currency))} net saved`,
-  ].join(', ');
-}
 
 /** The line a page shows for each closed month it covers: when it closed and how live differs. */
 export function closedPeriodLines(notes: readonly ClosedPeriodNote[], currency: string): SafeHtml {
@@ -61,145 +47,6 @@ export async function closedPeriodBanner(
 ): Promise<SafeHtml> {
   const notes = await closedPeriodNotes(ctx, { from: Date.parse(range.from), to: Date.parse(range.to) + 1 });
   return closedPeriodLines(notes, ctx.org.currency);
-}
-
-function figureCells(f: Figures, currency: string): SafeHtml {
-  return html`<td class="num">${count(f.events)}</td>
-    <td class="num">${hours(f.hours_saved)}</td>
-    <td class="num">${money(f.cost_saved, currency)}</td>
-    <td class="num">${money(f.agent_cost, currency)}</td>
-    <td class="num">${money(f.net_saved, currency)}</td>`;
-}
-
-const FIGURE_HEADERS = html`<th scope="col" class="num">Events</th>
-  <th scope="col" class="num">Hours saved</th>
-  <th scope="col" class="num">Cost saved</th>
-  <th scope="col" class="num">Agent cost</th>
-  <th scope="col" class="num">Net saved</th>`;
-
-function figuresTable(
-  id: string,
-  caption: string,
-  label: string,
-  rows: ReadonlyArray<{ key: string | null; figures: Figures }>,
-  currency: string,
-): SafeHtml {
-  return html`<div class="table-wrap">
-    <table id="${id}" class="figures">
-      <caption>
-        ${caption}
-      </caption>
-      <thead>
-        <tr>
-          <th scope="col">${label}</th>
-          ${FIGURE_HEADERS}
-        </tr>
-      </thead>
-      <tbody>
-        ${rows.map(
-          (r) =>
-            html`<tr>
-              <td class="wrap">${r.key ?? html`<span class="muted">(none)</span>`}</td>
-              ${figureCells(r.figures, currency)}
-            </tr>`,
-        )}
-      </tbody>
-    </table>
-  </div>`;
-}
-
-function statementTables(s: Statement): SafeHtml {
-  const c = s.currency;
-  return html`${figuresTable('statement-totals', 'Totals', 'Month', [{ key: monthName(s.month), figures: s.totals }], c)}
-  ${figuresTable(
-    'statement-agents',
-    'By agent',
-    'Agent',
-    s.by_agent.map((r) => ({ key: r.agent_id, figures: r })),
-    c,
-  )}
-  ${figuresTable(
-    'statement-task-types',
-    'By task type',
-    'Task type',
-    s.by_task_type.map((r) => ({ key: r.task_type, figures: r })),
-    c,
-  )}
-  ${figuresTable(
-    'statement-clients',
-    'By client',
-    'Client',
-    s.by_client.map((r) => ({ key: r.client_id, figures: r })),
-    c,
-  )}`;
-}
-
-function changesSection(changes: PeriodChanges): SafeHtml {
-  const c = changes.currency;
-  const rows = [
-    { key: 'Statement', figures: changes.statement },
-    { key: 'Entries since', figures: changes.entries_total },
-    { key: 'Live', figures: changes.live.totals },
-  ];
-  return html`<section class="panel no-print" aria-labelledby="changes-title">
-    <h2 id="changes-title">What changed since closing</h2>
-    ${
-      isZero(changes.difference.totals)
-        ? html`<p class="muted">Nothing: the live figures equal the statement.</p>`
-        : html`<p>Live figures differ by ${differenceText(changes.difference.totals, c)}.</p>`
-    }
-    ${figuresTable('changes-sum', 'Statement + entries = live', 'Figures', rows, c)}
-    ${
-      isZero(changes.unexplained)
-        ? ''
-        : html`<p class="muted">
-            Not explained by the entries (events in flight at the moment of closing):
-            ${differenceText(changes.unexplained, c)}.
-          </p>`
-    }
-    ${
-      changes.entries.length === 0
-        ? ''
-        : html`<div class="table-wrap">
-            <table id="changes-entries" class="figures">
-              <caption>
-                Entries${changes.entries_truncated ? ' (the first 1,000)' : ''}
-              </caption>
-              <thead>
-                <tr>
-                  <th scope="col">Kind</th>
-                  <th scope="col">Recorded</th>
-                  <th scope="col">Event</th>
-                  <th scope="col" class="num">Hours saved</th>
-                  <th scope="col" class="num">Cost saved</th>
-                  <th scope="col" class="num">Agent cost</th>
-                  <th scope="col" class="num">Net saved</th>
-                </tr>
-              </thead>
-              <tbody>
-                ${changes.entries.map(
-                  (e) =>
-                    html`<tr>
-                      <td>${e.kind === 'late_event' ? 'Late event' : 'Adjustment'}</td>
-                      <td>${dateTime(e.at)}</td>
-                      <td class="wrap">
-                        <a href="/dashboard/events/${e.event_id}"><code>${e.event_id}</code></a
-                        ><br /><span class="muted"
-                          >${e.agent_id} ·
-                          ${e.task_type}${e.client_id === null ? '' : ` · ${e.client_id}`}</span
-                        >
-                      </td>
-                      <td class="num">${hours(e.hours_saved)}</td>
-                      <td class="num">${money(e.cost_saved, c)}</td>
-                      <td class="num">${money(e.agent_cost, c)}</td>
-                      <td class="num">${money(e.net_saved, c)}</td>
-                    </tr>`,
-                )}
-              </tbody>
-            </table>
-          </div>`
-    }
-  </section>`;
 }
 
 function reasonForm(action: string, token: string, label: string, submit: string, confirm: string): SafeHtml {

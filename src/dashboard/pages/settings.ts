@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { hasRole } from '../../accounts/authorize.js';
 import { organizationAt, organizationSlots } from '../../assumptions/changes.js';
 import { historyFor } from '../../assumptions/history.js';
 import type { AssumptionKind } from '../../assumptions/kinds.js';
@@ -18,6 +19,7 @@ import { csrfField } from '../layout.js';
 import { dashboardCtx, field, redirectWithNotice, sendPage, session, type Form } from '../page-kit.js';
 import { historyTable, KIND_LABELS, pastChangeForm } from './assumptions.js';
 import { select, textField } from './controls.js';
+import { settingsFacts } from './settings-facts.js';
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
@@ -171,6 +173,7 @@ async function settingsPage(
     }
     <section class="panel">
       <h2>Organisation</h2>
+      ${hasRole(ctx, 'admin') ? '' : settingsFacts(s)}
       <form method="post" action="/dashboard/settings" class="form-grid">
         ${csrfField(token)}
         ${textField({ id: 'name', name: 'name', label: 'Name', value: s.name, required: true })}
@@ -240,12 +243,14 @@ ${s.admin_emails.join('\n')}</textarea>
         Every value of the rates, credits and fallback baseline, with the date it applies from.
       </p>
       ${historyTable(versions, s.currency, 'Assumption history')}
-      <h3>Change from a past date</h3>
-      <p class="muted">
-        A change from a past date restates figures already reported. Preview it first: the events it moves and
-        each month before and after.
-      </p>
-      ${pastChangeForm({ id: 'restate', choices, back: '/dashboard/settings', valueHint: 'Rates in the currency, credits 0 to 1, minutes; empty = unset' })}
+      ${pastChangeForm({
+        id: 'restate',
+        intro:
+          'A change from a past date restates figures already reported. Preview it first: the events it moves and each month before and after.',
+        choices,
+        back: '/dashboard/settings',
+        valueHint: 'Rates in the currency, credits 0 to 1, minutes; empty = unset',
+      })}
     </section>
     <section class="panel">
       <h2>API keys</h2>
@@ -254,20 +259,27 @@ ${s.admin_emails.join('\n')}</textarea>
         Give agents ingest keys.
       </p>
       ${keysTable(keys, token, session(request).keyId)}
-      <h3>Create a key</h3>
-      <form method="post" action="/dashboard/settings/keys" class="form-grid">
-        ${csrfField(token)} ${textField({ id: 'key_name', name: 'name', label: 'Key name' })}
-        ${select({
-          id: 'key_scope',
-          name: 'scope',
-          label: 'Scope',
-          options: [
-            ['ingest', 'ingest (tracking only)'],
-            ['admin', 'admin (everything)'],
-          ],
-          value: 'ingest',
-        })}
-        <div class="field actions"><button type="submit" class="button">Create key</button></div>
+      <form
+        method="post"
+        action="/dashboard/settings/keys"
+        class="titled-form"
+        aria-labelledby="create-key-title"
+      >
+        <h3 id="create-key-title">Create a key</h3>
+        <div class="form-grid">
+          ${csrfField(token)} ${textField({ id: 'key_name', name: 'name', label: 'Key name' })}
+          ${select({
+            id: 'key_scope',
+            name: 'scope',
+            label: 'Scope',
+            options: [
+              ['ingest', 'ingest (tracking only)'],
+              ['admin', 'admin (everything)'],
+            ],
+            value: 'ingest',
+          })}
+          <div class="field actions"><button type="submit" class="button">Create key</button></div>
+        </div>
       </form>
     </section>
     <section class="panel">

@@ -299,26 +299,23 @@ export function registerTaskTypePages(dash: FastifyInstance, app: FastifyInstanc
         ${historyTable(t.assumption_history, ctx.org.currency, `History of ${t.key}`)}
         ${
           pro
-            ? html`<h3>Change from a past date</h3>
-                <p class="muted">
-                  A change from a past date restates figures already reported: preview the events it moves and
-                  each month before and after, then apply it with a reason.
-                </p>
-                ${pastChangeForm({
-                  id: 'restate',
-                  back,
-                  valueHint:
-                    t.kind === 'custom'
-                      ? 'Minutes, or the rate in the currency'
-                      : 'Minutes; empty = back to the built-in default',
-                  choices:
-                    t.kind === 'custom'
-                      ? [
-                          ['custom_baseline', t.key, 'Baseline (minutes)'],
-                          ['custom_hourly_rate', t.key, 'Hourly rate'],
-                        ]
-                      : [['baseline_override', t.key, 'Baseline override (minutes)']],
-                })}`
+            ? pastChangeForm({
+                id: 'restate',
+                intro:
+                  'A change from a past date restates figures already reported: preview the events it moves and each month before and after, then apply it with a reason.',
+                back,
+                valueHint:
+                  t.kind === 'custom'
+                    ? 'Minutes, or the rate in the currency'
+                    : 'Minutes; empty = back to the built-in default',
+                choices:
+                  t.kind === 'custom'
+                    ? [
+                        ['custom_baseline', t.key, 'Baseline (minutes)'],
+                        ['custom_hourly_rate', t.key, 'Hourly rate'],
+                      ]
+                    : [['baseline_override', t.key, 'Baseline override (minutes)']],
+              })
             : ''
         }
       </section>

@@ -21,6 +21,8 @@ interface Figures {
   cost_saved: number;
   agent_cost: number;
   net_saved: number;
+  review_hours: number;
+  review_cost: number;
 }
 
 describe(
@@ -35,12 +37,14 @@ describe(
       expect(res.statusCode, res.body).toBe(200);
       return res.json<T>();
     };
-    const cells = (f: Figures) => [
+    // October has a reviewed event: its statement's tables carry the review columns.
+    const cells = (f: Figures, reviewed = true) => [
       count(f.events),
       hours(f.hours_saved),
       eur(f.cost_saved),
       eur(f.agent_cost),
       eur(f.net_saved),
+      ...(reviewed ? [hours(f.review_hours), eur(f.review_cost)] : []),
     ];
     const shot = async (name: string, full = true) => {
       const path = `${DIR}/${name}.png`;
@@ -51,6 +55,25 @@ describe(
     beforeAll(async () => {
       e = await startE2E();
       await seedEvents(e.h, e.h.org.apiKey, 200);
+      // One October event reviewed before the month is closed.
+      e.h.clock.advance(1000);
+      const tracked = await e.h.request({
+        method: 'POST',
+        url: '/v1/track',
+        payload: {
+          agent_id: 'reviewed-agent',
+          task_type: 'support_ticket_reply',
+          outcome: 'needs_review',
+          occurred_at: '2026-10-14T09:00:00Z',
+        },
+      });
+      expect(tracked.statusCode, tracked.body).toBe(201);
+      const reviewed = await e.h.request({
+        method: 'POST',
+        url: `/v1/events/${tracked.json<{ event_id: string }>().event_id}/review`,
+        payload: { review_minutes: 9, verdict: 'accepted' },
+      });
+      expect(reviewed.statusCode, reviewed.body).toBe(201);
       // An owner: reopening a closed month needs the owner role.
       await person(e.h, 'olive@example.com', 'owner');
       await person(e.h, 'adam@example.com', 'admin');
@@ -100,6 +123,17 @@ describe(
       expect(await tableRows(page, '#statement-agents')).toEqual(
         statement.by_agent.map((r) => [r.agent_id, ...cells(r)]),
       );
+      expect(statement.totals.review_hours).toBe(0.15);
+      expect(await page.locator('#statement-totals thead th').allTextContents()).toEqual([
+        'Month',
+        'Events',
+        'Hours saved',
+        'Cost saved',
+        'Agent cost',
+        'Net saved',
+        'Review hours',
+        'Review cost',
+      ]);
       expect(await page.locator('#changes-title + p').textContent()).toContain('Nothing');
       await shot('period-closed');
       await page.emulateMedia({ media: 'print' });
@@ -107,6 +141,7 @@ describe(
       expect(await page.locator('header.top').isVisible()).toBe(false);
       expect(await page.locator('form').first().isVisible()).toBe(false);
       expect(await page.locator('#statement-agents').isVisible()).toBe(true);
+      expect(await page.locator('#statement-totals th', { hasText: 'Review cost' }).isVisible()).toBe(true);
       expect(await page.locator('#changes-title').isVisible()).toBe(false);
       await shot('period-print');
       await page.emulateMedia({ media: 'screen' });
@@ -150,7 +185,7 @@ describe(
           'Late event',
           '2026-11-20 12:01 UTC',
           `${eventId}late-agent · support_ticket_reply`,
-          ...cells(changes.entries_total).slice(1),
+          ...cells(changes.entries_total, false).slice(1),
         ],
       ]);
       await shot('period-changes');
