@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import type { OrgCtx } from '../context.js';
 import { fromMicros } from '../money.js';
 import { readDb, selectArrays, writeDb } from '../storage/db.js';
@@ -96,27 +95,22 @@ async function earliestEvent(ctx: OrgCtx): Promise<number | null> {
 }
 
 /**
- * Organisations known to have adjustments. The ledger only grows, so once seen they are not
- * asked again; an organisation without any is asked in each report's snapshot (one index probe).
+ * Organisations known to have adjustments (src/ledger/). The ledger only grows, so once seen they
+ * are not asked again; an organisation without any is asked in each report's snapshot, in the
+ * round trip that reads the folding stage's state (snapshot.ts adjustmentsOf): a restatement
+ * publishes all its entries in one transaction, so the report reads all of them or none.
  */
 const ADJUSTED = new Set<string>();
 
-/**
- * Whether the organisation has an entry in the adjustments ledger (src/ledger/), read in the
- * report's snapshot: a restatement publishes all its entries in one transaction, so the report
- * reads all of them or none.
- */
-async function hasAdjustments(ctx: OrgCtx): Promise<boolean> {
-  if (ADJUSTED.has(ctx.org.id)) return true;
-  const row = await ctx.db
-    .selectFrom('adjustments')
-    .select(sql<number>`1`.as('one'))
-    .where('org_id', '=', ctx.org.id)
-    .limit(1)
-    .executeTakeFirst();
-  if (row === undefined) return false;
-  ADJUSTED.add(ctx.org.id);
-  return true;
+/** Whether the organisation has adjustments, from the snapshot's answer (`adjusted`) or the set. */
+function hasAdjustments(orgId: string, adjusted: boolean | undefined): boolean {
+  if (adjusted === true) ADJUSTED.add(orgId);
+  return adjusted ?? ADJUSTED.has(orgId);
+}
+
+/** Whether the snapshot must ask if `orgId` has adjustments (hasAdjustments). */
+function adjustmentsOf(orgId: string): string | undefined {
+  return ADJUSTED.has(orgId) ? undefined : orgId;
 }
 
 export interface ReportOptions {
@@ -149,7 +143,7 @@ async function prepare(ctx: OrgCtx, input: ReportInput, options: ReportOptions, 
   // The plain GROUP BY keeps the filters as given; they select the same events either way.
   const filters = options.forceRaw ? input.filters : clientFromMetadata(input.filters);
   const sources = planSources(range, input.groupBy, filters, { forceRaw: options.forceRaw, ...fold });
-  const adjustments = await hasAdjustments(ctx);
+  const adjustments = hasAdjustments(ctx.org.id, fold.adjusted);
   const query = (totalGroups: boolean, ordered: boolean) =>
     aggregateQuery(ctx.db, {
       engine: ctx.engine,
@@ -196,6 +190,7 @@ export async function buildReport({
     {
       serial: grain !== null,
       part: grain === null ? undefined : foldPartOf(grain),
+      adjustmentsOf: adjustmentsOf(ctx.org.id),
     },
   );
 }
@@ -236,12 +231,16 @@ export async function* streamReport({
   const rows = streamRows(writeDb(ctx), ctx.engine, async (db) => {
     const grain = chooseGrain(input.groupBy, clientFromMetadata(input.filters));
     const part = grain === null ? undefined : foldPartOf(grain);
-    const { watermark, coarseThrough, monthsThrough } = await readFoldState(db, part);
+    const { watermark, coarseThrough, monthsThrough, adjusted } = await readFoldState(
+      db,
+      part,
+      adjustmentsOf(ctx.org.id),
+    );
     const { query } = await prepare(
       { ...ctx, db },
       input,
       {},
-      { watermark: null, adjustWatermark: null, floor: watermark, coarseThrough, monthsThrough },
+      { watermark: null, adjustWatermark: null, floor: watermark, coarseThrough, monthsThrough, adjusted },
     );
     return query(false, true);
   });

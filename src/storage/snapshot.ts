@@ -16,6 +16,11 @@ export interface FoldState {
   adjustWatermark: IngestSeq;
   coarseThrough: number;
   monthsThrough: number;
+  /**
+   * Whether the organisation named by SnapshotOptions.adjustmentsOf has an entry in the
+   * adjustments ledger (src/ledger/), in this snapshot; undefined when not asked.
+   */
+  adjusted?: boolean;
 }
 
 export interface SnapshotOptions {
@@ -30,6 +35,11 @@ export interface SnapshotOptions {
    * also folds usage): a report reads the part of its grain.
    */
   part?: number;
+  /**
+   * An organisation whose adjustments `fn` wants to know of (FoldState.adjusted): asked in the
+   * same round trip as the state.
+   */
+  adjustmentsOf?: string;
 }
 
 /**
@@ -50,7 +60,7 @@ export async function inSnapshot<T>(
   if (db.isTransaction) {
     if (engine === 'postgres' && options.serial)
       await sql`SET LOCAL max_parallel_workers_per_gather = 0`.execute(db);
-    return fn(db, await readFoldState(db, options.part));
+    return fn(db, await readFoldState(db, options.part, options.adjustmentsOf));
   }
   if (engine === 'postgres') return inPostgresSnapshot(db, fn, options);
   // SQLite, on the read connection when the caller passed it (a file's). It takes a file's
@@ -58,7 +68,9 @@ export async function inSnapshot<T>(
   // usage) first, then the events file (storage/events-file.ts). Every event the main file's
   // watermark counts as folded committed before it, so the events read after it hold them all,
   // and the tail after the watermark is exactly what is not folded.
-  return db.transaction().execute(async (trx) => fn(trx, await readFoldState(trx, options.part)));
+  return db
+    .transaction()
+    .execute(async (trx) => fn(trx, await readFoldState(trx, options.part, options.adjustmentsOf)));
 }
 
 /**
@@ -75,7 +87,7 @@ function inPostgresSnapshot<T>(
 ): Promise<T> {
   const open = [
     ...(options.serial ? ['SET LOCAL max_parallel_workers_per_gather = 0'] : []),
-    `SELECT watermark, coarse_through, months_through, adjust_watermark FROM fold_state WHERE id = ${partId(options.part)}`,
+    `SELECT watermark, coarse_through, months_through, adjust_watermark${adjustedColumn(options.adjustmentsOf)} FROM fold_state WHERE id = ${partId(options.part)}`,
   ];
   return new Promise<T>((resolve, reject) => {
     db.transaction()
@@ -104,13 +116,34 @@ function partId(part = 1): number {
  * first day whose week rollup rows are not kept yet (rollups.ts coarseThroughAt) and the first
  * day whose events the month rows do not hold (rollups.ts monthsThroughAt).
  */
-export async function readFoldState(db: DbOrTrx, part = 1): Promise<FoldState> {
+export async function readFoldState(db: DbOrTrx, part = 1, adjustmentsOf?: string): Promise<FoldState> {
   const row = await db
     .selectFrom('fold_state')
     .select(['watermark', 'coarse_through', 'months_through', 'adjust_watermark'])
+    .$if(adjustmentsOf !== undefined, (q) =>
+      q.select((eb) =>
+        eb
+          .exists(
+            eb
+              .selectFrom('adjustments')
+              .select(sql`1`.as('one'))
+              .where('org_id', '=', adjustmentsOf as string),
+          )
+          .as('adjusted'),
+      ),
+    )
     .where('id', '=', partId(part))
     .executeTakeFirst();
   return foldStateOf(row);
+}
+
+/**
+ * The column that says whether organisation `orgId` has adjustments, for a statement sent as
+ * text (inPostgresSnapshot): the id goes in as a string literal.
+ */
+function adjustedColumn(orgId: string | undefined): string {
+  if (orgId === undefined) return '';
+  return `, EXISTS (SELECT 1 FROM adjustments WHERE org_id = '${orgId.replaceAll("'", "''")}') AS adjusted`;
 }
 
 /**
@@ -132,6 +165,7 @@ type FoldStateRow = {
   coarse_through: unknown;
   months_through: unknown;
   adjust_watermark: IngestSeq;
+  adjusted?: unknown;
 };
 
 function foldStateOf(row: FoldStateRow | undefined): FoldState {
@@ -140,5 +174,7 @@ function foldStateOf(row: FoldStateRow | undefined): FoldState {
     adjustWatermark: row?.adjust_watermark ?? 0,
     coarseThrough: Number(row?.coarse_through ?? 0),
     monthsThrough: Number(row?.months_through ?? 0),
+    // SQLite answers EXISTS with 0 or 1, PostgreSQL with a boolean.
+    ...(row?.adjusted === undefined ? {} : { adjusted: Boolean(row.adjusted) }),
   };
 }
