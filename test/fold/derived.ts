@@ -184,7 +184,9 @@ export async function expectExact(ctx: OrgCtx) {
 export async function foldAll(ctx: ServiceCtx, sqlFrom?: number) {
   for (let i = 0; i < 500; i++) {
     const result = await foldOnce(ctx, sqlFrom === undefined ? {} : { sqlFrom });
-    if (!result.more && (await tailState(ctx.db, ctx.engine)).events === 0) return;
+    const tail = result.more ? null : await tailState(ctx.db, ctx.engine);
+    // Both tails: the events' and the adjustments' (src/ledger/).
+    if (tail !== null && tail.events === 0 && tail.adjustments === 0) return;
     if (!result.more) await new Promise((resolve) => setTimeout(resolve, 10));
   }
   throw new Error('the tail did not empty');
