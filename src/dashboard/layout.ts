@@ -1,6 +1,7 @@
 import type { Organization } from '../orgs/organizations.js';
 import type { Role } from '../accounts/roles.js';
-import { html, SafeHtml } from './html.js';
+import { html, type SafeHtml } from './html.js';
+import { withoutChangeForms } from './read-only.js';
 
 export const NAV = [
   ['Overview', '/dashboard'],
@@ -52,27 +53,8 @@ export interface PageInput {
   flash: string | null;
   body: SafeHtml;
   person?: PagePerson | null;
-  /** False: the body's forms that change something are left out (an analyst's pages). */
+  /** False: the body's change panels and forms are left out (an analyst's pages; read-only.ts). */
   mayChange?: boolean;
-}
-
-/** Forms an analyst keeps: their own account, sessions and organisation, signing out. */
-const ALWAYS_ALLOWED_ACTIONS = /^\/dashboard\/(logout|account)(\/|"|$)/;
-/** A form that posts, or one marked `data-change`: a GET form that opens a change (its preview). */
-const CHANGE_FORM = /<form\b[^>]*\b(?:method="post"|data-change\b)[^>]*>[\s\S]*?<\/form>/g;
-
-/**
- * A page body without the forms that change something: what an analyst sees. The verbs refuse
- * the change anyway (accounts/authorize.ts requireRole); this only hides the controls. Forms
- * are never nested in the dashboard's markup, so a form ends at its first `</form>`.
- */
-export function withoutChangeForms(body: SafeHtml): SafeHtml {
-  return new SafeHtml(
-    body.text.replace(CHANGE_FORM, (form) => {
-      const action = /\baction="([^"]*)"/.exec(form)?.[1] ?? '';
-      return ALWAYS_ALLOWED_ACTIONS.test(action) ? form : '';
-    }),
-  );
 }
 
 function personMenu(person: PagePerson, org: Organization, csrfToken: string, current: boolean): SafeHtml {
@@ -226,9 +208,12 @@ export function csrfField(token: string): SafeHtml {
   return html`<input type="hidden" name="csrf_token" value="${token}" />`;
 }
 
-/** The plan-gate explanation in place of a page part (DESIGN §10: never an error page). */
-export function planGate(what: string, needed: string, org: Organization): SafeHtml {
-  return html`<section class="gate" aria-label="Plan required">
+/**
+ * The plan-gate explanation in place of a page part (DESIGN §10: never an error page). `change`:
+ * the part gated is a change (a form), so the gate is a change panel that an analyst does not see.
+ */
+export function planGate(what: string, needed: string, org: Organization, change = false): SafeHtml {
+  return html`<section class="gate" aria-label="Plan required" ${change ? html`data-change` : ''}>
     <h2>${what} needs the ${needed} plan</h2>
     <p>
       Your organisation is on the ${planName(org.plan)} plan. ${what} is part of the ${needed} and Enterprise

@@ -51,6 +51,11 @@ interface Page {
   status?: Partial<Record<Role, number>>;
   /** What the page must not show a role (besides the change controls the role may not use). */
   hides?: Partial<Record<Role, RegExp>>;
+  /**
+   * The headings (or a folded part's summary) of the page's change panels, as they begin: shown to
+   * an admin and an owner, never to an analyst, who sees neither the controls nor their instructions.
+   */
+  changes?: string[];
 }
 
 /**
@@ -77,21 +82,25 @@ const PAGES: Page[] = [
     route: '/dashboard/budgets',
     url: () => '/dashboard/budgets',
     doc: 'Budgets, a budget, Payback, Report e-mails',
+    changes: ['Add a budget'],
   },
   {
     route: '/dashboard/budgets/:id',
     url: (m) => `/dashboard/budgets/${m.budget}`,
     doc: 'Budgets, a budget, Payback, Report e-mails',
+    changes: ['Edit B ', 'Delete'],
   },
   {
     route: '/dashboard/budgets/emails',
     url: () => '/dashboard/budgets/emails',
     doc: 'Budgets, a budget, Payback, Report e-mails',
+    changes: ['Alert e-mails', 'Schedule a report e-mail'],
   },
   {
     route: '/dashboard/budgets/payback',
     url: () => '/dashboard/budgets/payback',
     doc: 'Budgets, a budget, Payback, Report e-mails',
+    changes: ['Add a fixed cost'],
   },
   {
     route: '/dashboard/events',
@@ -102,6 +111,13 @@ const PAGES: Page[] = [
     route: '/dashboard/events/:id',
     url: () => '/dashboard/events/evt_none',
     doc: 'Overview, Reports (and CSV export), Events, an event',
+    status: { owner: 404, admin: 404, analyst: 404 },
+  },
+  {
+    route: '/dashboard/events/:id',
+    url: (m) => `/dashboard/events/${m.event}`,
+    doc: 'Overview, Reports (and CSV export), Events, an event',
+    changes: ['Record a review'],
   },
   {
     route: '/dashboard/events/review-queue',
@@ -115,33 +131,54 @@ const PAGES: Page[] = [
     // The preview is the first step of a change: an analyst is sent back with a notice.
     status: { analyst: 303 },
   },
-  { route: '/dashboard/task-types', url: () => '/dashboard/task-types', doc: 'Task types, a task type' },
+  {
+    route: '/dashboard/task-types',
+    url: () => '/dashboard/task-types',
+    doc: 'Task types, a task type',
+    changes: ['Create a custom task type'],
+  },
   {
     route: '/dashboard/task-types/:key',
     url: () => '/dashboard/task-types/dev_bug_fix',
     doc: 'Task types, a task type',
+    changes: ['Change from a past date', 'Override the baseline'],
+  },
+  {
+    route: '/dashboard/task-types/:key',
+    url: (m) => `/dashboard/task-types/${m.taskType}`,
+    doc: 'Task types, a task type',
+    changes: ['Change from a past date', 'Archive'],
   },
   {
     route: '/dashboard/webhooks',
     url: () => '/dashboard/webhooks',
     doc: 'Webhooks, a webhook, its delete confirmation',
+    changes: ['Add a webhook'],
   },
   {
     route: '/dashboard/webhooks/:id',
     url: (m) => `/dashboard/webhooks/${m.webhook}`,
     doc: 'Webhooks, a webhook, its delete confirmation',
+    changes: ['Edit'],
   },
   {
     route: '/dashboard/webhooks/:id/delete',
     url: (m) => `/dashboard/webhooks/${m.webhook}/delete`,
     doc: 'Webhooks, a webhook, its delete confirmation',
+    changes: ['Delete the webhook for'],
   },
   { route: '/dashboard/usage', url: () => '/dashboard/usage', doc: 'Usage, Settings, OpenTelemetry' },
-  { route: '/dashboard/settings', url: () => '/dashboard/settings', doc: 'Usage, Settings, OpenTelemetry' },
+  {
+    route: '/dashboard/settings',
+    url: () => '/dashboard/settings',
+    doc: 'Usage, Settings, OpenTelemetry',
+    changes: ['Change from a past date', 'Create a key', 'Single sign-on'],
+  },
   {
     route: '/dashboard/opentelemetry',
     url: () => '/dashboard/opentelemetry',
     doc: 'Usage, Settings, OpenTelemetry',
+    changes: ['Add a mapping rule', 'Clients'],
   },
   {
     route: '/dashboard/account',
@@ -155,11 +192,22 @@ const PAGES: Page[] = [
     doc: PERIODS_PAGES,
   },
   {
+    route: '/dashboard/periods/:month',
+    url: (m) => `/dashboard/periods/${m.openMonth}`,
+    doc: PERIODS_PAGES,
+    changes: ['Close '],
+  },
+  {
     route: '/dashboard/periods/:month/statement.csv',
     url: (m) => `/dashboard/periods/${m.closedMonth}/statement.csv`,
     doc: PERIODS_PAGES,
   },
-  { route: '/dashboard/members', url: () => '/dashboard/members', doc: MEMBERS_PAGES },
+  {
+    route: '/dashboard/members',
+    url: () => '/dashboard/members',
+    doc: MEMBERS_PAGES,
+    changes: ['Invite someone'],
+  },
   {
     route: '/dashboard/members/:id/remove',
     url: (m) => `/dashboard/members/${m.ownerMember}/remove`,
@@ -641,6 +689,18 @@ function formFields(body: string, action: string): Map<string, string[]> | null 
   return out;
 }
 
+/** The opening tags of the elements a page marks as a change panel (read-only.ts). */
+const markedForChange = (body: string) => body.match(/<[a-z][a-z0-9]*\b[^>]*\sdata-change\b[^>]*>/g) ?? [];
+
+/** A page's headings and summaries, as text. */
+const headingsOf = (body: string) =>
+  [...body.matchAll(/<(h[2-6]|summary)\b[^>]*>([\s\S]*?)<\/\1>/g)].map((m) =>
+    (m[2] ?? '')
+      .replace(/<[^>]*>/g, '')
+      .replace(/\s+/g, ' ')
+      .trim(),
+  );
+
 function encode(fields: Map<string, string[]>): string {
   const params = new URLSearchParams();
   for (const [name, values] of fields) for (const value of values) params.append(name, value);
@@ -812,7 +872,7 @@ describe.each(ENGINES)('the role matrix (%s)', (engine) => {
       const made = await make(`p${role}`);
       for (const p of PAGES) {
         const res = await page(h, cookie, p.url(made));
-        const expected = p.status?.[role] ?? (p.route === '/dashboard/events/:id' ? 404 : 200);
+        const expected = p.status?.[role] ?? 200;
         expect(res.statusCode, `${role} GET ${p.route}: ${res.body.slice(0, 300)}`).toBe(expected);
         const body = res.body.replace(/<header class="top">[\s\S]*?<\/header>/, '');
         const changeForms = [...body.matchAll(/<form\b[^>]*method="post"[^>]*action="([^"]*)"/g)]
@@ -833,6 +893,14 @@ describe.each(ENGINES)('the role matrix (%s)', (engine) => {
         expect(refusedOnArrival, `${role} ${p.route}`).toEqual([]);
         const hidden = p.hides?.[role];
         if (hidden) expect(body, `${role} ${p.route}`).not.toMatch(hidden);
+        // No change panel, nor its heading or instructions, for an analyst; all of them for the others.
+        if (role === 'analyst') expect(markedForChange(body), `${role} ${p.url(made)}`).toEqual([]);
+        const headings = headingsOf(body);
+        for (const change of p.changes ?? [])
+          expect(
+            headings.some((h) => h.startsWith(change)),
+            `${role} ${p.url(made)} “${change}” in ${headings.join(' | ')}`,
+          ).toBe(role !== 'analyst');
       }
       // The pages with forms show them to those who may use them.
       const settings = await page(h, cookie, '/dashboard/settings');

@@ -95,7 +95,7 @@ export function historyTable(
  * A form that changes one assumption from a past date: it opens the preview, from which the
  * change is applied. `choices`: [kind, key, label]. Its heading and explanation sit inside it and
  * it is marked `data-change`, so that the page frame leaves the whole of it out for those who may
- * not change anything (layout.ts withoutChangeForms), as it does with the forms that post.
+ * not change anything (read-only.ts withoutChangeForms), as it does with the forms that post.
  */
 export function pastChangeForm(input: {
   id: string;

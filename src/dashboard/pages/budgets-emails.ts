@@ -20,7 +20,7 @@ export function registerBudgetEmailPages(dash: FastifyInstance, app: FastifyInst
       const schedules = (await listSchedules({ ctx, limit: 100 })).data;
       const now = ctx.clock.now();
       return html`${tabs('E-mails')}
-        <section class="panel">
+        <section class="panel" data-change>
           <h2>Alert e-mails</h2>
           ${
             ctx.org.adminEmails.length === 0
@@ -66,7 +66,7 @@ export function registerBudgetEmailPages(dash: FastifyInstance, app: FastifyInst
                         <th scope="col">Frequency</th>
                         <th scope="col">Recipients</th>
                         <th scope="col">Next</th>
-                        <th scope="col"><span class="sr-only">Actions</span></th>
+                        <th scope="col" data-change><span class="sr-only">Actions</span></th>
                       </tr>
                     </thead>
                     <tbody>
@@ -81,7 +81,7 @@ export function registerBudgetEmailPages(dash: FastifyInstance, app: FastifyInst
                               )}
                             </td>
                             <td>${dateTime(new Date(nextSendAt(s.frequency, now)).toISOString())}</td>
-                            <td>
+                            <td data-change>
                               <div class="button-row">
                                 <form method="post" action="/dashboard/budgets/emails/${s.id}/send">
                                   ${csrfField(token)}
@@ -101,31 +101,38 @@ export function registerBudgetEmailPages(dash: FastifyInstance, app: FastifyInst
                   </table>
                 </div>`
           }
-          <h3>Schedule a report e-mail</h3>
-          <form method="post" action="/dashboard/budgets/emails" class="form-grid">
-            ${csrfField(token)}
-            ${select({
-              id: 'frequency',
-              name: 'frequency',
-              label: 'Frequency',
-              options: [
-                ['weekly', 'Weekly (last week, Mondays)'],
-                ['monthly', 'Monthly (last month, on the 1st)'],
-              ],
-              value: 'weekly',
-            })}
-            <div class="field wide">
-              <label for="recipients">Recipients</label>
-              <textarea
-                id="recipients"
-                name="recipients"
-                rows="3"
-                aria-describedby="recipients-hint"
-                required
-              ></textarea>
-              <small id="recipients-hint" class="muted">One e-mail address per line</small>
+          <form
+            method="post"
+            action="/dashboard/budgets/emails"
+            class="titled-form"
+            aria-labelledby="schedule-title"
+          >
+            <h3 id="schedule-title">Schedule a report e-mail</h3>
+            <div class="form-grid">
+              ${csrfField(token)}
+              ${select({
+                id: 'frequency',
+                name: 'frequency',
+                label: 'Frequency',
+                options: [
+                  ['weekly', 'Weekly (last week, Mondays)'],
+                  ['monthly', 'Monthly (last month, on the 1st)'],
+                ],
+                value: 'weekly',
+              })}
+              <div class="field wide">
+                <label for="recipients">Recipients</label>
+                <textarea
+                  id="recipients"
+                  name="recipients"
+                  rows="3"
+                  aria-describedby="recipients-hint"
+                  required
+                ></textarea>
+                <small id="recipients-hint" class="muted">One e-mail address per line</small>
+              </div>
+              <div class="field actions"><button type="submit" class="button">Schedule</button></div>
             </div>
-            <div class="field actions"><button type="submit" class="button">Schedule</button></div>
           </form>
         </section>`;
     }),

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { hasRole } from '../../accounts/authorize.js';
 import { AppError } from '../../errors.js';
 import { fromMicros } from '../../money.js';
 import {
@@ -62,7 +63,7 @@ export function registerPaybackPages(dash: FastifyInstance, app: FastifyInstance
                         <th scope="col">Kind</th>
                         <th scope="col" class="num">Amount</th>
                         <th scope="col">When</th>
-                        <th scope="col"><span class="sr-only">Actions</span></th>
+                        <th scope="col" data-change><span class="sr-only">Actions</span></th>
                       </tr>
                     </thead>
                     <tbody>
@@ -77,7 +78,7 @@ export function registerPaybackPages(dash: FastifyInstance, app: FastifyInstance
                             <td>
                               ${c.kind === 'monthly' ? `${c.startMonth ?? ''} to ${c.endMonth ?? 'now'}` : (c.date ?? '')}
                             </td>
-                            <td>
+                            <td data-change>
                               <form method="post" action="/dashboard/budgets/payback/costs/${c.id}/delete">
                                 ${csrfField(token)}
                                 <button
@@ -95,28 +96,44 @@ export function registerPaybackPages(dash: FastifyInstance, app: FastifyInstance
                   </table>
                 </div>`
           }
-          <h3>Add a fixed cost</h3>
-          <form method="post" action="/dashboard/budgets/payback/costs" class="form-grid">
-            ${csrfField(token)} ${textField({ id: 'cost-name', name: 'name', label: 'Name', required: true })}
-            ${select({
-              id: 'cost-kind',
-              name: 'kind',
-              label: 'Kind',
-              options: [
-                ['monthly', 'Monthly, recurring'],
-                ['one_off', 'One-off'],
-              ],
-              value: 'monthly',
-            })}
-            ${textField({ id: 'cost-amount', name: 'amount', label: `Amount (${currency})`, type: 'number', required: true, attrs: html`min="0" step="any"` })}
-            ${textField({ id: 'cost-start', name: 'start_month', label: 'From month (monthly)', type: 'month', hint: 'YYYY-MM' })}
-            ${textField({ id: 'cost-end', name: 'end_month', label: 'To month (monthly, optional)', type: 'month', hint: 'Empty while it runs' })}
-            ${textField({ id: 'cost-date', name: 'date', label: 'Date (one-off)', type: 'date', hint: 'YYYY-MM-DD' })}
-            <div class="field actions"><button type="submit" class="button">Add cost</button></div>
+          <form
+            method="post"
+            action="/dashboard/budgets/payback/costs"
+            class="titled-form"
+            aria-labelledby="add-cost-title"
+          >
+            <h3 id="add-cost-title">Add a fixed cost</h3>
+            <div class="form-grid">
+              ${csrfField(token)}
+              ${textField({ id: 'cost-name', name: 'name', label: 'Name', required: true })}
+              ${select({
+                id: 'cost-kind',
+                name: 'kind',
+                label: 'Kind',
+                options: [
+                  ['monthly', 'Monthly, recurring'],
+                  ['one_off', 'One-off'],
+                ],
+                value: 'monthly',
+              })}
+              ${textField({ id: 'cost-amount', name: 'amount', label: `Amount (${currency})`, type: 'number', required: true, attrs: html`min="0" step="any"` })}
+              ${textField({ id: 'cost-start', name: 'start_month', label: 'From month (monthly)', type: 'month', hint: 'YYYY-MM' })}
+              ${textField({ id: 'cost-end', name: 'end_month', label: 'To month (monthly, optional)', type: 'month', hint: 'Empty while it runs' })}
+              ${textField({ id: 'cost-date', name: 'date', label: 'Date (one-off)', type: 'date', hint: 'YYYY-MM-DD' })}
+              <div class="field actions"><button type="submit" class="button">Add cost</button></div>
+            </div>
           </form>
         </section>
         <section class="panel">
           <h2>Full-time equivalent</h2>
+          ${
+            hasRole(ctx, 'admin')
+              ? ''
+              : html`<p id="fte-facts">
+                  <strong>${decimal(fromMicros(settings.fteHoursPerMonthMicros))}</strong> working hours per
+                  FTE-month: FTE capacity freed = hours saved ÷ these hours.
+                </p>`
+          }
           <form method="post" action="/dashboard/budgets/payback/fte" class="form-grid">
             ${csrfField(token)}
             ${textField({

@@ -161,11 +161,11 @@ export function registerBudgetPages(dash: FastifyInstance, app: FastifyInstance)
         </p>
         ${
           views.length === 0
-            ? html`<p class="muted">No budgets yet. Add one below.</p>`
+            ? html`<p class="muted">No budgets yet.<span data-change> Add one below.</span></p>`
             : html`${budgetsTable(views, currency)}
                 <p class="muted method"><strong>Forecast method:</strong> ${method ?? ''}</p>`
         }
-        <section class="panel">
+        <section class="panel" data-change>
           <h2>Add a budget</h2>
           ${budgetForm('/dashboard/budgets', session(request).csrfToken, null, currency, 'Add budget')}
         </section>
@@ -222,11 +222,11 @@ export function registerBudgetPages(dash: FastifyInstance, app: FastifyInstance)
         <p><a href="/dashboard/budgets">← All budgets</a></p>
         ${view ? budgetsTable([view], ctx.org.currency) : ''}
         ${view ? html`<p class="muted method"><strong>Forecast method:</strong> ${view.status.method.description}</p>` : ''}
-        <section class="panel">
+        <section class="panel" data-change>
           <h2>Edit ${budget.name}</h2>
           ${budgetForm(base, token, budget, ctx.org.currency, 'Save budget')}
         </section>
-        <section class="panel">
+        <section class="panel" data-change>
           <h2>Delete</h2>
           <form method="post" action="${base}/delete">
             ${csrfField(token)}

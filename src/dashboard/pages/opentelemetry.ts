@@ -88,8 +88,9 @@ function unresolvedSection(runs: UnresolvedRun[], next: string | null, token: st
     <h2 id="unresolved">Runs without a task type</h2>
     <p>
       These agent runs arrived without a <code>tally.task_type</code> attribute that Tally knows and without a
-      mapping rule that matches. They are kept: add a rule, and the runs it matches are tracked with their own
-      time, tokens and cost.
+      mapping rule that matches. They are kept<span data-change
+        >: add a rule, and the runs it matches are tracked with their own time, tokens and cost</span
+      >.
     </p>
     <form method="post" action="${PAGE}/unresolved/retry">
       ${csrfField(token)}
@@ -104,7 +105,7 @@ function unresolvedSection(runs: UnresolvedRun[], next: string | null, token: st
             <th scope="col">Service</th>
             <th scope="col">Span</th>
             <th scope="col">Why</th>
-            <th scope="col"><span class="sr-only">Actions</span></th>
+            <th scope="col" data-change><span class="sr-only">Actions</span></th>
           </tr>
         </thead>
         <tbody>
@@ -118,7 +119,7 @@ function unresolvedSection(runs: UnresolvedRun[], next: string | null, token: st
                 <td class="wrap">
                   ${run.task_type === null ? 'No task type' : html`Unknown task type <code>${run.task_type}</code>`}
                 </td>
-                <td>
+                <td data-change>
                   <a href="${ruleLinkFor(run)}" aria-label="Add a rule for ${run.agent_id}">Add a rule</a>
                   <form method="post" action="${PAGE}/unresolved/${run.id}/dismiss">
                     ${csrfField(token)}
@@ -157,7 +158,7 @@ function rulesSection(rules: MappingRule[], token: string): SafeHtml {
                     <th scope="col">When a run's</th>
                     <th scope="col">It gets</th>
                     <th scope="col">Added</th>
-                    <th scope="col"><span class="sr-only">Actions</span></th>
+                    <th scope="col" data-change><span class="sr-only">Actions</span></th>
                   </tr>
                 </thead>
                 <tbody>
@@ -169,7 +170,7 @@ function rulesSection(rules: MappingRule[], token: string): SafeHtml {
                           ${rule.kind === 'client_id' ? html`its value as the client` : html`task type <code>${rule.task_type}</code>`}
                         </td>
                         <td>${dateTime(rule.created_at)}</td>
-                        <td>
+                        <td data-change>
                           <form method="post" action="${PAGE}/mappings/${rule.id}/delete">
                             ${csrfField(token)}
                             <button
@@ -248,7 +249,7 @@ OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer%20tally_live_…</pre>
         </p>
       </section>
       ${unresolvedSection(runs.data, runs.next_cursor, token)}
-      <section class="panel" aria-labelledby="add-rule">
+      <section class="panel" aria-labelledby="add-rule" data-change>
         <h2 id="add-rule">Add a mapping rule</h2>
         <form method="post" action="${PAGE}/mappings" class="form-grid">
           ${csrfField(token)}

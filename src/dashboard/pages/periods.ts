@@ -139,9 +139,10 @@ export function registerPeriodPages(dash: FastifyInstance, app: FastifyInstance)
       const byMonth = new Map(periods.map((p) => [p.month, p]));
       const months = monthsShown(ctx.clock.now().getTime(), periods);
       return html`<p class="muted">
-          Close a month once it has ended (UTC) to freeze its statement: its totals by agent, task type and
-          client as they stand, with the assumptions in force. Reports keep including late events; each closed
-          month then shows how far the live figures have moved from its statement, and why.
+          A closed month keeps a frozen statement: its totals by agent, task type and client as they stood
+          when it was closed, with the assumptions in force. Reports keep including late events; each closed
+          month shows how far the live figures have moved from its statement, and why.
+          <span data-change>Close a month from its page once it has ended (UTC).</span>
         </p>
         <div class="table-wrap list">
           <table id="periods-table">
@@ -201,13 +202,13 @@ export function registerPeriodPages(dash: FastifyInstance, app: FastifyInstance)
           <p>${monthName(month)} is open: it has never been closed.</p>
           ${
             ended && hasRole(ctx, 'admin')
-              ? html`<section class="panel">
+              ? html`<section class="panel" data-change>
                   <h2>Close ${monthName(month)}</h2>
                   ${reasonForm(`${base}/close`, token, 'Reason', `Close ${monthName(month)}`, 'Freeze the statement of this month as it stands now')}
                 </section>`
               : ended
-                ? html`<p class="muted">An admin or an owner can close it.</p>`
-                : html`<p class="muted">
+                ? ''
+                : html`<p class="muted" data-change>
                     It can be closed once it has ended, from
                     ${dateTime(new Date(monthRange(month).to).toISOString())}.
                   </p>`
@@ -236,15 +237,15 @@ export function registerPeriodPages(dash: FastifyInstance, app: FastifyInstance)
         ${changesSection(changes)}
         ${
           closed && hasRole(ctx, 'owner')
-            ? html`<section class="panel no-print">
+            ? html`<section class="panel no-print" data-change>
                 <h2>Reopen ${monthName(month)}</h2>
                 <p class="muted">The statement stays in the history; the month can then be closed again.</p>
                 ${reasonForm(`${base}/reopen`, token, 'Reason', `Reopen ${monthName(month)}`, 'Reopen this closed month (audited)')}
               </section>`
             : closed
-              ? html`<p class="muted no-print">Only an owner can reopen a closed month.</p>`
+              ? html`<p class="muted no-print" data-change>Only an owner can reopen a closed month.</p>`
               : hasRole(ctx, 'admin')
-                ? html`<section class="panel no-print">
+                ? html`<section class="panel no-print" data-change>
                     <h2>Close ${monthName(month)} again</h2>
                     ${reasonForm(`${base}/close`, token, 'Reason', `Close ${monthName(month)}`, 'Freeze a new statement of this month as it stands now')}
                   </section>`

@@ -112,7 +112,7 @@ export async function ledgerPanel(ctx: OrgCtx, eventId: string, csrfToken: strin
             </ul>`
           : ''
       }
-      <details ${view === null ? html`open` : ''}>
+      <details data-change ${view === null ? html`open` : ''}>
         <summary>${view === null ? 'Record a review' : 'Review again (replaces this review)'}</summary>
         ${reviewForm(eventId, csrfToken, `/dashboard/events/${eventId}`, 'Save review')}
       </details>

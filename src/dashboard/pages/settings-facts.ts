@@ -7,7 +7,7 @@ type SettingsView = ReturnType<typeof settingsView>;
 
 /**
  * The organisation's settings to read, for those who may not change them (an analyst): the page
- * frame leaves the settings form out for them (layout.ts withoutChangeForms), and the panel would
+ * frame leaves the settings form out for them (read-only.ts withoutChangeForms), and the panel would
  * otherwise be empty.
  */
 export function settingsFacts(s: SettingsView): SafeHtml {

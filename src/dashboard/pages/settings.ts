@@ -103,7 +103,7 @@ function keysTable(keys: KeyView[], token: string, ownKey: string | null): SafeH
           <th scope="col">Created</th>
           <th scope="col">Last used</th>
           <th scope="col">Revoked</th>
-          <th scope="col"><span class="sr-only">Actions</span></th>
+          <th scope="col" data-change><span class="sr-only">Actions</span></th>
         </tr>
       </thead>
       <tbody>
@@ -120,7 +120,7 @@ function keysTable(keys: KeyView[], token: string, ownKey: string | null): SafeH
                 ${k.last_used_at === null ? html`<span class="muted">Never</span>` : dateTime(k.last_used_at)}
               </td>
               <td>${k.revoked_at === null ? html`<span class="muted">No</span>` : dateTime(k.revoked_at)}</td>
-              <td>
+              <td data-change>
                 ${
                   k.revoked_at === null
                     ? html`<form method="post" action="/dashboard/settings/keys/${k.id}/revoke">
@@ -256,7 +256,7 @@ ${s.admin_emails.join('\n')}</textarea>
       <h2>API keys</h2>
       <p class="muted">
         Admin keys can do everything and sign in here; ingest keys can only track events and list task types.
-        Give agents ingest keys.
+        <span data-change>Give agents ingest keys.</span>
       </p>
       ${keysTable(keys, token, session(request).keyId)}
       <form
@@ -282,7 +282,7 @@ ${s.admin_emails.join('\n')}</textarea>
         </div>
       </form>
     </section>
-    <section class="panel">
+    <section class="panel" data-change>
       <h2>Single sign-on</h2>
       <p>
         <a href="/dashboard/settings/sso">Single sign-on with your identity provider</a> (OpenID Connect,

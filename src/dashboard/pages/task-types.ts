@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { hasRole } from '../../accounts/authorize.js';
 import { listAuditLog } from '../../audit/audit-log.js';
 import { planAtLeast } from '../../billing/plans.js';
 import { CATEGORIES } from '../../catalogue/categories.js';
@@ -58,6 +59,8 @@ export function registerTaskTypePages(dash: FastifyInstance, app: FastifyInstanc
     const types = await listTaskTypes({ ctx, input: { includeArchived: true } });
     const audit = pro ? await listAuditLog({ ctx, limit: 50 }) : null;
     const token = session(request).csrfToken;
+    // The type's page holds its changes for those who may make them; the others read it.
+    const open = hasRole(ctx, 'admin') ? 'Manage' : 'View';
     const sections = CATEGORIES.map((category) => {
       const rows = types.filter((t) => t.category === category);
       if (rows.length === 0) return '';
@@ -86,8 +89,8 @@ export function registerTaskTypePages(dash: FastifyInstance, app: FastifyInstanc
                     <td class="num">${decimal(t.effective_baseline_minutes)}</td>
                     <td class="num">${decimal(t.default_baseline_minutes)}</td>
                     <td>
-                      <a href="/dashboard/task-types/${t.key}" aria-label="Manage ${t.display_name}"
-                        >Manage</a
+                      <a href="/dashboard/task-types/${t.key}" aria-label="${open} ${t.display_name}"
+                        >${open}</a
                       >
                     </td>
                   </tr>`,
@@ -98,7 +101,7 @@ export function registerTaskTypePages(dash: FastifyInstance, app: FastifyInstanc
       </section>`;
     });
     const create = pro
-      ? html`<section class="panel">
+      ? html`<section class="panel" data-change>
           <h2>Create a custom task type</h2>
           <form method="post" action="/dashboard/task-types" class="form-grid">
             ${csrfField(token)}
@@ -111,7 +114,7 @@ export function registerTaskTypePages(dash: FastifyInstance, app: FastifyInstanc
             <div class="field actions"><button type="submit" class="button">Create task type</button></div>
           </form>
         </section>`
-      : planGate('Custom task types and overrides', 'Pro', ctx.org);
+      : planGate('Custom task types and overrides', 'Pro', ctx.org, true);
     const auditSection = audit
       ? html`<section class="panel">
           <h2>Audit log</h2>
@@ -199,9 +202,9 @@ export function registerTaskTypePages(dash: FastifyInstance, app: FastifyInstanc
     const token = session(request).csrfToken;
     const back = `/dashboard/task-types/${t.key}`;
     let actions: SafeHtml;
-    if (!pro) actions = planGate('Changing task types', 'Pro', ctx.org);
+    if (!pro) actions = planGate('Changing task types', 'Pro', ctx.org, true);
     else if (t.kind === 'builtin') {
-      actions = html`<section class="panel">
+      actions = html`<section class="panel" data-change>
         <h2>Override the baseline</h2>
         <p>
           Tally's default is
@@ -226,7 +229,7 @@ export function registerTaskTypePages(dash: FastifyInstance, app: FastifyInstanc
         }
       </section>`;
     } else if (t.status === 'active') {
-      actions = html`<section class="panel">
+      actions = html`<section class="panel" data-change>
         <h2>Archive</h2>
         <p>An archived custom type no longer resolves for new events; its past events keep their figures.</p>
         <form method="post" action="${back}/archive">

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { hasRole } from '../../accounts/authorize.js';
 import { planAtLeast } from '../../billing/plans.js';
 import { AppError } from '../../errors.js';
 import { listDeliveries } from '../../webhooks/delivery-log.js';
@@ -158,7 +159,9 @@ export function registerWebhookPages(dash: FastifyInstance, app: FastifyInstance
     const body = html`${secretPanel}
       ${
         list.data.length === 0
-          ? html`<p class="muted">No webhooks yet. Add one to receive events as they are tracked.</p>`
+          ? html`<p class="muted">
+              No webhooks yet.<span data-change> Add one to receive events as they are tracked.</span>
+            </p>`
           : html`<div class="table-wrap list">
               <table>
                 <thead>
@@ -190,7 +193,7 @@ export function registerWebhookPages(dash: FastifyInstance, app: FastifyInstance
               </table>
             </div>`
       }
-      <section class="panel">
+      <section class="panel" data-change>
         <h2>Add a webhook</h2>
         <form method="post" action="/dashboard/webhooks" class="form-grid">
           ${csrfField(token)}
@@ -253,15 +256,18 @@ export function registerWebhookPages(dash: FastifyInstance, app: FastifyInstance
           ${statusBadge(w.status)}
           <span class="muted">${count(w.consecutive_failures)} failed deliveries in a row</span>
         </p>
+        ${w.description ? html`<p>${w.description}</p>` : ''}
+        <p>Receives <span class="wrap">${w.event_types.join(', ')}</span>.</p>
         ${
           w.status === 'deactivated'
             ? html`<p class="banner warn">
-                This webhook receives nothing until it is reactivated. Send a test ping first to check the
-                receiver.
+                This webhook receives nothing until it is reactivated.<span data-change>
+                  Send a test ping first to check the receiver.</span
+                >
               </p>`
             : ''
         }
-        <div class="button-row">
+        <div class="button-row" data-change>
           <form method="post" action="${base}/test">
             ${csrfField(token)}<button type="submit" class="button">Send test ping</button>
           </form>
@@ -275,7 +281,7 @@ export function registerWebhookPages(dash: FastifyInstance, app: FastifyInstance
           <a class="button danger" href="${base}/delete">Delete…</a>
         </div>
       </section>
-      <section class="panel">
+      <section class="panel" data-change>
         <h2>Edit</h2>
         <form method="post" action="${base}" class="form-grid">
           ${csrfField(token)}
@@ -384,18 +390,26 @@ export function registerWebhookPages(dash: FastifyInstance, app: FastifyInstance
     const gated = gate(request);
     if (gated) return sendPage(request, reply, { title: 'Webhooks', section: 'Webhooks', body: gated });
     const w = webhookView(await getWebhookRow({ ctx, id: request.params.id.slice(0, 100) }));
-    const body = html`<section class="panel">
-      <h2>Delete the webhook for <span class="wrap">${w.url}</span>?</h2>
-      <p>Its pending deliveries are canceled and it receives nothing more. This cannot be undone.</p>
-      <div class="button-row">
-        <form method="post" action="/dashboard/webhooks/${w.id}/delete">
-          ${csrfField(session(request).csrfToken)}<button type="submit" class="button danger">
-            Delete webhook
-          </button>
-        </form>
-        <a class="button quiet" href="/dashboard/webhooks/${w.id}">Cancel</a>
-      </div>
-    </section>`;
+    const body = html`${
+        hasRole(ctx, 'admin')
+          ? ''
+          : html`<p>
+              Only an owner or an admin can delete a webhook.
+              <a href="/dashboard/webhooks/${w.id}">Back to the webhook</a>
+            </p>`
+      }
+      <section class="panel" data-change>
+        <h2>Delete the webhook for <span class="wrap">${w.url}</span>?</h2>
+        <p>Its pending deliveries are canceled and it receives nothing more. This cannot be undone.</p>
+        <div class="button-row">
+          <form method="post" action="/dashboard/webhooks/${w.id}/delete">
+            ${csrfField(session(request).csrfToken)}<button type="submit" class="button danger">
+              Delete webhook
+            </button>
+          </form>
+          <a class="button quiet" href="/dashboard/webhooks/${w.id}">Cancel</a>
+        </div>
+      </section>`;
     return sendPage(request, reply, { title: 'Delete webhook', section: 'Webhooks', body });
   });
 
