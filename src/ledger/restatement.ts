@@ -51,6 +51,8 @@ export interface ApplyOptions {
   afterBatch?: (seen: number) => Promise<void> | void;
   /** Tests: inside the publishing transaction, before it commits. */
   beforePublish?: () => Promise<void> | void;
+  /** Tests and the benchmark: once the publishing transaction committed. */
+  afterPublish?: () => Promise<void> | void;
   /** What the restatement changes, as its caller describes it (the assumption version). */
   change?: unknown;
 }
@@ -249,7 +251,9 @@ export async function applyRestatement(
     await options.afterBatch?.(seen);
     if (events.length < batch) break;
   }
-  return publish(ctx, options);
+  const view = await publish(ctx, options);
+  await options.afterPublish?.();
+  return view;
 }
 
 /**
