@@ -4,6 +4,7 @@ import { recordAudit } from '../audit/audit-log.js';
 import { AppError, notFound } from '../errors.js';
 import { takeSqliteWriteLock, type DbOrTrx, type Engine } from '../storage/db.js';
 import type { AdjustmentRow, EventRow, RestatementRow, ReviewRow } from '../storage/schema.js';
+import { BACKSTOP_CHECKPOINT_PAGES } from '../storage/checkpointer.js';
 import { enqueueMessage } from '../webhooks/outbox.js';
 import { ledgerOf, type EventLedger } from './adjustments.js';
 import { figuresAdd, figuresDelta, figuresView, isZero, type Figures, type Verdict } from './figures.js';
@@ -20,7 +21,8 @@ import { figuresAdd, figuresDelta, figuresView, isZero, type Figures, type Verdi
  *   commit order for them all), marks the restatement applied, and writes its audit entry and
  *   its `figures.restated` webhook message: reports show the change entirely or not at all. It
  *   copies the staged rows PUBLISH_CHUNK at a time, letting the event loop run between two chunks
- *   (a SQLite statement holds it while it runs; tracking, in the events file, goes on meanwhile).
+ *   (a SQLite statement holds it while it runs; tracking, in the events file, goes on meanwhile),
+ *   and on SQLite its commit leaves the WAL it grew to the checkpoint thread.
  * - Its staged rows are removed after it commits, REMOVE_BATCH at a time, each in a short
  *   transaction: a restatement no longer `staging` ignores the rows it still has, and applying it
  *   again, abandoning it or the sweeper (removeLeftoverStaging) removes them.
@@ -84,8 +86,12 @@ export interface RestatedMessage extends RestatementSummary {
 
 export const RESTATEMENT_BATCH = 5_000;
 
-/** Staged rows copied into `adjustments` per statement of the publication. */
-export const PUBLISH_CHUNK = 20_000;
+/**
+ * Staged rows copied into `adjustments` per statement of the publication. Small: on SQLite a
+ * statement holds the event loop while it runs, and a request needs several turns of the loop
+ * (between two of which the next chunk runs) to be answered.
+ */
+export const PUBLISH_CHUNK = 2_000;
 
 /** Staged rows removed per transaction once the publication committed. */
 export const REMOVE_BATCH = 5_000;
@@ -146,6 +152,7 @@ export async function eventLedgers(
   const adjustments = new Map<string, AdjustmentRow[]>();
   const reviews = new Map<string, ReviewRow>();
   for (let i = 0; i < ids.length; i += 500) {
+    if (i > 0) await yieldToLoop();
     const chunk = ids.slice(i, i + 500);
     const rows = await db
       .selectFrom('adjustments')
@@ -281,7 +288,10 @@ export async function applyRestatement(
     await options.afterBatch?.(seen);
     if (events.length < batch) break;
   }
-  const { view, published } = await publish(ctx, options);
+  const { view, published } = await publish(ctx, options).finally(async () => {
+    if (ctx.engine === 'sqlite')
+      await sql`PRAGMA wal_autocheckpoint = ${sql.raw(String(BACKSTOP_CHECKPOINT_PAGES))}`.execute(ctx.db);
+  });
   if (published) await options.afterPublish?.();
   await removeStaged(ctx.db, restatementId);
   return view;
@@ -557,6 +567,9 @@ async function publish(
       at,
       firstDelaySeconds: ctx.config.webhookRetryDelaysSeconds[0] ?? 0,
     });
+    // SQLite: the commit does not checkpoint the WAL it grew (the checkpoint thread does, off
+    // the event loop, storage/checkpointer.ts); restored once committed.
+    if (ctx.engine === 'sqlite') await sql`PRAGMA wal_autocheckpoint = 0`.execute(trx);
     await options.beforePublish?.();
     return { view, published: true };
   });
