@@ -57,7 +57,7 @@ export interface ApplyOptions {
   reprice: Repricer;
   /** Events read per staging transaction (default 5,000). */
   batch?: number;
-  /** Tests: staged rows copied per statement of the publication (default PUBLISH_CHUNK). */
+  /** Tests: staged rows copied per statement of the publication (default PUBLISH_CHUNK of the engine). */
   publishChunk?: number;
   /** Tests: after each staged batch commits, with the events seen so far. */
   afterBatch?: (seen: number) => Promise<void> | void;
@@ -87,11 +87,12 @@ export interface RestatedMessage extends RestatementSummary {
 export const RESTATEMENT_BATCH = 5_000;
 
 /**
- * Staged rows copied into `adjustments` per statement of the publication. Small: on SQLite a
- * statement holds the event loop while it runs, and a request needs several turns of the loop
- * (between two of which the next chunk runs) to be answered.
+ * Staged rows copied into `adjustments` per statement of the publication. Small on SQLite, whose
+ * statements hold the event loop while they run: a request needs several turns of the loop to
+ * be answered, and the next chunk runs between two of them. PostgreSQL's do not hold it; its
+ * chunks only keep each statement well within the statement timeout.
  */
-export const PUBLISH_CHUNK = 2_000;
+export const PUBLISH_CHUNK: Record<Engine, number> = { sqlite: 2_000, postgres: 50_000 };
 
 /** Staged rows removed per transaction once the publication committed. */
 export const REMOVE_BATCH = 5_000;
@@ -389,40 +390,77 @@ async function stagedSums(
   upTo: string | null,
 ): Promise<StagedSums> {
   const range = sql`${after === null ? sql`` : sql`AND event_id > ${after}`} ${upTo === null ? sql`` : sql`AND event_id <= ${upTo}`}`;
-  const { rows: sums } = await sql<
-    Record<'n' | 'hours' | 'cost' | 'agent' | 'review_hours' | 'review_cost', unknown>
+  // Per day since the epoch (integer division on both engines): few distinct values.
+  const { rows } = await sql<
+    Record<'day' | 'n' | 'hours' | 'cost' | 'agent' | 'review_hours' | 'review_cost', unknown>
   >`
-    SELECT COUNT(*) AS n, SUM(hours_saved_micros) AS hours, SUM(cost_saved_micros) AS cost,
-      SUM(agent_cost_micros) AS agent, SUM(review_hours_micros) AS review_hours,
-      SUM(review_cost_micros) AS review_cost
-    FROM restatement_staging WHERE restatement_id = ${restatementId} ${range}`.execute(trx);
-  // Days since the epoch (integer division on both engines), then months: few distinct values.
-  const { rows: days } = await sql<{ day: number }>`
-    SELECT DISTINCT occurred_at / 86400000 AS day FROM restatement_staging
-    WHERE restatement_id = ${restatementId} ${range}`.execute(trx);
+    SELECT occurred_at / 86400000 AS day, COUNT(*) AS n, SUM(hours_saved_micros) AS hours,
+      SUM(cost_saved_micros) AS cost, SUM(agent_cost_micros) AS agent,
+      SUM(review_hours_micros) AS review_hours, SUM(review_cost_micros) AS review_cost
+    FROM restatement_staging WHERE restatement_id = ${restatementId} ${range}
+    GROUP BY occurred_at / 86400000`.execute(trx);
   const n = (v: unknown) => Number(v ?? 0);
-  const row = sums[0];
   return {
-    n: n(row?.n),
-    figures: {
-      hoursSavedMicros: n(row?.hours),
-      costSavedMicros: n(row?.cost),
-      agentCostMicros: n(row?.agent),
-      reviewHoursMicros: n(row?.review_hours),
-      reviewCostMicros: n(row?.review_cost),
-    },
-    days: new Set(days.map((d) => Number(d.day))),
+    n: rows.reduce((sum, r) => sum + n(r.n), 0),
+    figures: rows.reduce<Figures>(
+      (sum, r) =>
+        figuresAdd(sum, {
+          hoursSavedMicros: n(r.hours),
+          costSavedMicros: n(r.cost),
+          agentCostMicros: n(r.agent),
+          reviewHoursMicros: n(r.review_hours),
+          reviewCostMicros: n(r.review_cost),
+        }),
+      ZERO_FIGURES,
+    ),
+    days: new Set(rows.map((r) => n(r.day))),
   };
 }
 
+const ZERO_FIGURES: Figures = {
+  hoursSavedMicros: 0,
+  costSavedMicros: 0,
+  agentCostMicros: 0,
+  reviewHoursMicros: 0,
+  reviewCostMicros: 0,
+};
+
+/**
+ * The event ids that split a restatement's staged rows into chunks of `chunk` (each the last of
+ * its chunk), read before the publication's transaction: any ids split them correctly, the last
+ * chunk being open-ended. PostgreSQL numbers them in one statement; SQLite steps through its
+ * index, letting the event loop run between two steps.
+ */
+async function chunkBounds(
+  db: DbOrTrx,
+  engine: Engine,
+  restatementId: string,
+  chunk: number,
+): Promise<string[]> {
+  if (engine === 'postgres') {
+    const { rows } = await sql<{ event_id: string }>`
+      SELECT event_id FROM (
+        SELECT event_id, ROW_NUMBER() OVER (ORDER BY event_id) AS n
+        FROM restatement_staging WHERE restatement_id = ${restatementId}) ranked
+      WHERE n % ${chunk} = 0 ORDER BY event_id`.execute(db);
+    return rows.map((r) => r.event_id);
+  }
+  const bounds: string[] = [];
+  for (;;) {
+    const after = bounds.at(-1);
+    const { rows } = await sql<{ event_id: string }>`
+      SELECT event_id FROM restatement_staging
+      WHERE restatement_id = ${restatementId} ${after === undefined ? sql`` : sql`AND event_id > ${after}`}
+      ORDER BY event_id LIMIT 1 OFFSET ${chunk - 1}`.execute(db);
+    const bound = rows[0]?.event_id;
+    if (bound === undefined) return bounds;
+    bounds.push(bound);
+    await yieldToLoop();
+  }
+}
+
 function summaryOf(parts: readonly StagedSums[]): RestatementSummary {
-  let figures: Figures = {
-    hoursSavedMicros: 0,
-    costSavedMicros: 0,
-    agentCostMicros: 0,
-    reviewHoursMicros: 0,
-    reviewCostMicros: 0,
-  };
+  let figures = ZERO_FIGURES;
   const months = new Set<string>();
   let affected = 0;
   for (const part of parts) {
@@ -454,6 +492,8 @@ async function publish(
 ): Promise<{ view: ReturnType<typeof restatementView>; published: boolean }> {
   const { restatementId, orgId } = options;
   const at = ctx.clock.now();
+  const chunk = Math.max(1, options.publishChunk ?? PUBLISH_CHUNK[ctx.engine]);
+  const bounds = await chunkBounds(ctx.db, ctx.engine, restatementId, chunk);
   return ctx.db.transaction().execute(async (trx) => {
     if (ctx.engine === 'postgres')
       await sql`SELECT pg_advisory_xact_lock(${ORG_FIGURES_LOCK}, hashtext(${orgId}))`.execute(trx);
@@ -511,19 +551,14 @@ async function publish(
     }
     const seqColumn = ctx.engine === 'sqlite' ? sql`, ingest_seq` : sql``;
     const seqValue = ctx.engine === 'sqlite' ? sql`, ${seq}` : sql``;
-    // PUBLISH_CHUNK staged rows at a time, in event id order, with their sums for the message;
-    // the event loop runs between two chunks, the transaction stays open.
-    const chunk = Math.max(1, options.publishChunk ?? PUBLISH_CHUNK);
+    // A chunk of staged rows at a time, in event id order, with their sums for the message; the
+    // event loop runs between two chunks, the transaction stays open.
     const parts: StagedSums[] = [];
     let adjusted = 0;
-    let after: string | null = null;
-    for (;;) {
+    for (let i = 0; i <= bounds.length; i++) {
       await yieldToLoop();
-      const found: { rows: Array<{ event_id: string }> } = await sql<{ event_id: string }>`
-        SELECT event_id FROM restatement_staging
-        WHERE restatement_id = ${restatementId} ${after === null ? sql`` : sql`AND event_id > ${after}`}
-        ORDER BY event_id LIMIT 1 OFFSET ${chunk - 1}`.execute(trx);
-      const upTo: string | null = found.rows[0]?.event_id ?? null;
+      const after = bounds[i - 1] ?? null;
+      const upTo = bounds[i] ?? null;
       const range = sql`${after === null ? sql`` : sql`AND event_id > ${after}`} ${upTo === null ? sql`` : sql`AND event_id <= ${upTo}`}`;
       parts.push(await stagedSums(trx, restatementId, after, upTo));
       const inserted = await sql`
@@ -536,8 +571,6 @@ async function publish(
           ${at.getTime()}${seqValue}
         FROM restatement_staging WHERE restatement_id = ${restatementId} ${range}`.execute(trx);
       adjusted += Number(inserted.numAffectedRows ?? 0);
-      if (upTo === null) break;
-      after = upTo;
     }
     const summary = summaryOf(parts);
     await trx
