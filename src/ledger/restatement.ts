@@ -294,7 +294,9 @@ export async function applyRestatement(
       await sql`PRAGMA wal_autocheckpoint = ${sql.raw(String(BACKSTOP_CHECKPOINT_PAGES))}`.execute(ctx.db);
   });
   if (published) await options.afterPublish?.();
-  await removeStaged(ctx.db, restatementId);
+  // Applied whatever becomes of the removal: rows it leaves are ignored, and the sweeper (or
+  // applying it again) removes them.
+  await removeStaged(ctx.db, restatementId).catch(() => undefined);
   return view;
 }
 
