@@ -4,7 +4,7 @@
  * into the events table, 500 per transaction (the reference, measured in the same run: the rate
  * at which the engine takes the rows at all), then a restatement that reprices every one of them
  * (a baseline of 8 minutes becomes 10) is applied (src/ledger/restatement.ts): staged in batches
- * of 5,000, then published in one transaction. Prints the adjusted events/s of the whole
+ * of 5,000, then published in one transaction (in chunks of rows, src/ledger/restatement.ts). Prints the adjusted events/s of the whole
  * application and the seconds of its publication (the transaction: what holds the write lock)
  * and of the removal of the staged rows after it.
  *
@@ -12,8 +12,8 @@
  * restatement in the background of the API process: the organisation's events go through
  * POST /v1/track of a Tally HTTP server (src/app.ts, with its folding stage, in a thread on
  * SQLite) in this same process, BENCH_RESTATE_TRACK_RATE requests a second (default 100) on a
- * fixed schedule, each timed from when it was due (keepTracking). Prints the tracking latency p50 / p99 /
- * max and the failed requests due in a reference window before the restatement (3 s, once the
+ * fixed schedule, each timed from when it was due (keepTracking). Prints the tracking latency
+ * p50 / p99 / max and the failed requests due in a reference window before the restatement (3 s, once the
  * folding stage has folded the seeded events), while it stages, while it publishes, while the
  * staged rows are removed after it, and in a window of 3 s after it (the folding stage takes up
  * the entries). The load generator shares the event
