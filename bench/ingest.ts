@@ -24,7 +24,9 @@
  *   fold/ingest-gate.ts: a batch waits while the stage is further behind than that).
  *
  * With BENCH_RESTATE=1 (or =only, without the backfill), then a restatement's throughput per engine (bench/restate.ts): adjusted
- * events/s beside the rate at which the same engine takes the same events at all.
+ * events/s beside the rate at which the same engine takes the same events at all, the seconds of
+ * its publication, and the latency of POST /v1/track beside it, before, while it stages, while it
+ * publishes and after.
  *
  * TALLY_FOLD_BATCH sets the events per folding pass (README "Ingest behind a watermark");
  * TALLY_INGEST_MAX_LAG_SECONDS=0 lets every batch in at once.
@@ -268,13 +270,24 @@ for (const engine of process.env.BENCH_RESTATE === 'only' ? [] : engines) {
 if (process.env.BENCH_RESTATE === '1' || process.env.BENCH_RESTATE === 'only') {
   const total = Number(process.env.BENCH_RESTATE_EVENTS ?? 100_000);
   console.log(
-    `\nA restatement of ${total.toLocaleString('en')} events (staged 5,000 at a time, published in one transaction)`,
+    `\nA restatement of ${total.toLocaleString('en')} events (staged 5,000 at a time, published in one transaction), POST /v1/track beside it`,
   );
-  console.log('engine     adjusted/s   events written/s (reference)   whole (s)   publication (s)');
+  console.log(
+    'engine     adjusted/s   events written/s (reference)   whole (s)   publication (s)   cleanup after it (s)',
+  );
+  const tracking: Array<[string, Awaited<ReturnType<typeof benchRestatement>>['tracking']]> = [];
   for (const engine of engines) {
     const r = await benchRestatement(engine, total);
     console.log(
-      `${engine.padEnd(9)} ${r.rate.toFixed(0).padStart(11)} ${r.written.toFixed(0).padStart(32)} ${r.seconds.toFixed(1).padStart(11)} ${r.publish.toFixed(1).padStart(17)}`,
+      `${engine.padEnd(9)} ${r.rate.toFixed(0).padStart(11)} ${r.written.toFixed(0).padStart(32)} ${r.seconds.toFixed(1).padStart(11)} ${r.publish.toFixed(1).padStart(17)} ${r.cleanup.toFixed(1).padStart(22)}`,
     );
+    tracking.push([engine, r.tracking]);
   }
+  console.log('\nPOST /v1/track meanwhile, latency p50 / p99 / max (requests, failed)');
+  console.log('engine     window        p50 ms   p99 ms   max ms   requests  failed');
+  for (const [engine, phases] of tracking)
+    for (const [name, l] of Object.entries(phases))
+      console.log(
+        `${engine.padEnd(9)}  ${name.padEnd(12)} ${l.p50.toFixed(0).padStart(7)} ${l.p99.toFixed(0).padStart(8)} ${l.max.toFixed(0).padStart(8)} ${String(l.n).padStart(10)} ${String(l.failed).padStart(7)}`,
+      );
 }

@@ -7,6 +7,7 @@ import {
   applyRestatement,
   openRestatement,
   readRestatement,
+  removeLeftoverStaging,
   restatementView,
   RESTATEMENT_BATCH,
   type ApplyOptions,
@@ -174,8 +175,10 @@ function applyInBackground(
 /**
  * Finishes every restatement left `staging` (a service stopped while applying it): one the
  * assumptions recorded is applied from its cursor; one without a version (the ledger's alone)
- * cannot be repriced and is abandoned, its staged entries removed. Run at start and every minute
- * by RestatementSweeper; returns the restatements' ids and what became of them.
+ * cannot be repriced and is abandoned, its staged entries removed. Then removes the staged rows
+ * left by restatements applied or abandoned meanwhile (a process stopped before it removed them).
+ * Run at start and every minute by RestatementSweeper; returns the restatements' ids and what
+ * became of them.
  */
 export async function finishRestatements(
   ctx: ServiceCtx,
@@ -207,6 +210,7 @@ export async function finishRestatements(
     else await applyInBackground(orgCtx, { restatementId: r.id, orgId: r.org_id, reason: r.reason }, onError);
     out.push({ id: r.id, status: (await readRestatement(ctx.db, r.org_id, r.id)).status });
   }
+  await removeLeftoverStaging(ctx.db);
   return out;
 }
 

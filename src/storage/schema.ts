@@ -240,6 +240,11 @@ export interface RestatementsTable {
   cursor: string | null;
   created_at: number;
   applied_at: number | null;
+  /**
+   * The lowest `ingest_seq` of an adjustment written after the walk began (migration 0085); null
+   * before it begins.
+   */
+  adjust_from: string | number | null;
 }
 
 export interface RestatementStagingTable {

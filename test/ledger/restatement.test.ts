@@ -4,6 +4,7 @@ import { ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import type { OrgCtx } from '../../src/context.js';
 import { foldOnce } from '../../src/fold/pass.js';
+import { finishRestatements } from '../../src/assumptions/restatements.js';
 import { abandonRestatement, applyRestatement } from '../../src/ledger/restatement.js';
 import { recordReview } from '../../src/ledger/review.js';
 import { getOrganization } from '../../src/orgs/organization-record.js';
@@ -308,6 +309,202 @@ describe.each(ENGINES)('restatements (%s)', (engine) => {
       .where('cause_id', '=', 'rst_race')
       .execute();
     expect(new Set(entries.map((e) => e.event_id)).size).toBe(entries.length);
+  });
+});
+
+describe.each(ENGINES)("a restatement's publication (%s)", (engine) => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await createHarness(engine, pausedStageOptions(NOW));
+  });
+  afterAll(async () => h.close());
+
+  /** The restatement's entries by event id, and the rows it still has staged. */
+  async function entriesOf(restatementId: string) {
+    const entries = await h.ctx.db
+      .selectFrom('adjustments')
+      .select(['event_id', 'hours_saved_micros'])
+      .where('cause_id', '=', restatementId)
+      .execute();
+    const staged = await h.ctx.db
+      .selectFrom('restatement_staging')
+      .select('event_id')
+      .where('restatement_id', '=', restatementId)
+      .execute();
+    return { entries, staged: staged.length };
+  }
+
+  it('reprices an event reviewed after it was staged; one reviewed before it was staged is counted once', async () => {
+    const org = await h.createOrg({ plan: 'pro', hourlyRate: RATE });
+    const ctx = await h.orgCtx(org);
+    const hook = await h.request({
+      method: 'POST',
+      url: '/v1/webhooks',
+      apiKey: org.apiKey,
+      payload: { url: 'https://example.com/hook', event_types: ['figures.restated'] },
+    });
+    expect(hook.statusCode, hook.body).toBe(201);
+    // A millisecond apart, so that ids follow the order tracked: the walk's batches of 3 are
+    // [0-2], [3-5], [6-8].
+    const seeded: Array<{ id: string; taskType: string; outcome: string }> = [];
+    for (let i = 0; i < 9; i++) {
+      h.clock.advance(1);
+      seeded.push(...(await seedEvents(ctx, 1, i)));
+    }
+    h.clock.set(new Date(NOW));
+    expect(seeded.map((e) => e.id)).toEqual(seeded.map((e) => e.id).sort());
+    const bugFixes = (from: number, to: number) =>
+      seeded.slice(from, to).filter((e) => e.taskType === 'dev_bug_fix' && e.outcome !== 'failure');
+    const [beforeWalk] = bugFixes(3, 6);
+    const [afterStaged] = bugFixes(0, 3);
+    const [beforeStaged] = bugFixes(6, 9);
+    if (!beforeWalk || !afterStaged || !beforeStaged) throw new Error('no event to review');
+    const reviews = new Map([
+      [beforeWalk.id, { minutes: 4, verdict: 'accepted' }],
+      [afterStaged.id, { minutes: 7, verdict: 'corrected' }],
+      [beforeStaged.id, { minutes: 2, verdict: 'accepted' }],
+    ]);
+    const review = async (id: string) => {
+      const r = reviews.get(id) as { minutes: number; verdict: 'accepted' };
+      await recordReview({
+        ctx,
+        eventId: id,
+        input: { review_minutes: r.minutes, verdict: r.verdict },
+        idempotencyKey: null,
+      });
+    };
+    // Before the walk: the staged entry starts from the reviewed figures.
+    await review(beforeWalk.id);
+    const view = await applyRestatement(ctx, {
+      restatementId: 'rst_stale',
+      orgId: org.id,
+      reason: 'stale entries',
+      reprice: baselineRepricer('dev_bug_fix', 30),
+      batch: 3,
+      publishChunk: 2,
+      afterBatch: async (seen) => {
+        // After the first batch: one of its events (staged before its review) and one of the
+        // last batch (reviewed before it is staged).
+        if (seen !== 3) return;
+        await review(afterStaged.id);
+        await review(beforeStaged.id);
+      },
+    });
+    const expected = seeded.map((e) => ({
+      id: e.id,
+      taskType: e.taskType,
+      ...recompute(e.taskType, e.outcome, 30, reviews.get(e.id) ?? null),
+    }));
+    // 6 dev_bug_fix events, each with one entry, published 2 per statement.
+    expect(view).toMatchObject({ status: 'applied', events_seen: 9, events_adjusted: 6 });
+    const { entries, staged } = await entriesOf('rst_stale');
+    expect(entries).toHaveLength(6);
+    expect(new Set(entries.map((e) => e.event_id)).size).toBe(6);
+    expect(staged).toBe(0);
+    expect(await byTaskType(ctx)).toEqual(expectedByTaskType(expected));
+    for (const e of [beforeWalk, afterStaged, beforeStaged]) {
+      const ledger = await h.request({
+        method: 'GET',
+        url: `/v1/events/${e.id}/adjustments`,
+        apiKey: org.apiKey,
+      });
+      const want = recompute(e.taskType, e.outcome, 30, reviews.get(e.id) ?? null);
+      expect(Math.round(ledger.json().current.hours_saved * 1e6), e.id).toBe(want.hours);
+    }
+    await foldOnce(h.ctx, { sqlFrom: 1 });
+    expect(await byTaskType(ctx)).toEqual(expectedByTaskType(expected));
+    // The message sums every chunk: the entries' hours, the one month of the events.
+    const message = await h.ctx.db
+      .selectFrom('webhook_messages')
+      .select('payload')
+      .where('org_id', '=', org.id)
+      .where('type', '=', 'figures.restated')
+      .executeTakeFirstOrThrow();
+    const payload = JSON.parse(message.payload);
+    expect(payload.affected_events).toBe(6);
+    expect(Math.round(payload.delta.hours_saved * 1e6)).toBe(
+      entries.reduce((sum, e) => sum + Number(e.hours_saved_micros), 0),
+    );
+    expect(payload.months).toEqual(['2026-11']);
+  });
+
+  it('a process stopped after the publication leaves staged rows: harmless, then removed', async () => {
+    const stopped = new Error('stopped after the publication');
+    const leave = async (restatementId: string) => {
+      const org = await h.createOrg({ plan: 'pro', hourlyRate: RATE });
+      const ctx = await h.orgCtx(org);
+      const seeded = await seedEvents(ctx, 6);
+      let leftAtCommit = -1;
+      await expect(
+        applyRestatement(ctx, {
+          restatementId,
+          orgId: org.id,
+          reason: 'left over',
+          reprice: baselineRepricer('dev_bug_fix', 30),
+          batch: 4,
+          afterPublish: async () => {
+            leftAtCommit = (await entriesOf(restatementId)).staged;
+            throw stopped;
+          },
+        }),
+      ).rejects.toBe(stopped);
+      const expected = seeded.map((e) => ({
+        id: e.id,
+        taskType: e.taskType,
+        ...recompute(e.taskType, e.outcome, 30),
+      }));
+      return { org, ctx, expected, leftAtCommit };
+    };
+
+    const first = await leave('rst_left');
+    // Committed with its staged rows still there; reports show the restatement once.
+    expect(first.leftAtCommit).toBe(4);
+    expect(await entriesOf('rst_left')).toMatchObject({ staged: 4 });
+    expect(await byTaskType(first.ctx)).toEqual(expectedByTaskType(first.expected));
+    await foldOnce(h.ctx, { sqlFrom: 1 });
+    expect(await byTaskType(first.ctx)).toEqual(expectedByTaskType(first.expected));
+    await expect(abandonRestatement(first.ctx, 'rst_left')).rejects.toMatchObject({ code: 'bad_request' });
+    // Applying it again answers it as it is, publishes nothing twice, and removes the rows.
+    expect(
+      await applyRestatement(first.ctx, {
+        restatementId: 'rst_left',
+        orgId: first.org.id,
+        reason: 'again',
+        reprice: baselineRepricer('dev_bug_fix', 30),
+      }),
+    ).toMatchObject({ status: 'applied', events_adjusted: 4 });
+    const again = await entriesOf('rst_left');
+    expect(again.entries).toHaveLength(4);
+    expect(again.staged).toBe(0);
+    expect(await byTaskType(first.ctx)).toEqual(expectedByTaskType(first.expected));
+
+    // The sweeper removes them too; one left staging without a version it abandons, and then
+    // removes what it staged.
+    const second = await leave('rst_left_swept');
+    expect(await entriesOf('rst_left_swept')).toMatchObject({ staged: 4 });
+    const org = await h.createOrg({ plan: 'pro', hourlyRate: RATE });
+    const ctx = await h.orgCtx(org);
+    await seedEvents(ctx, 6);
+    await expect(
+      applyRestatement(ctx, {
+        restatementId: 'rst_still_staging',
+        orgId: org.id,
+        reason: 'stopped while staging',
+        reprice: baselineRepricer('dev_bug_fix', 30),
+        batch: 3,
+        afterBatch: () => {
+          throw stopped;
+        },
+      }),
+    ).rejects.toBe(stopped);
+    const stillStaged = (await entriesOf('rst_still_staging')).staged;
+    expect(stillStaged).toBeGreaterThan(0);
+    // No version names it: the sweeper abandons it, and then removes what it staged.
+    expect(await finishRestatements(h.ctx)).toEqual([{ id: 'rst_still_staging', status: 'abandoned' }]);
+    expect(await entriesOf('rst_left_swept')).toMatchObject({ staged: 0 });
+    expect((await entriesOf('rst_left_swept')).entries).toHaveLength(4);
+    expect(await entriesOf('rst_still_staging')).toEqual({ entries: [], staged: 0 });
+    expect(await byTaskType(second.ctx)).toEqual(expectedByTaskType(second.expected));
   });
 });
 

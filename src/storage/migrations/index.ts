@@ -24,6 +24,7 @@ import * as ledger from './2026_11_28_0060_ledger.js';
 import * as assumptionVersions from './2026_11_28_0065_assumption_versions.js';
 import * as periods from './2026_11_28_0070_periods.js';
 import * as people from './2026_11_28_0080_people.js';
+import * as restatementAdjustFrom from './2026_11_28_0085_restatement_adjust_from.js';
 
 /** Every migration, by name; names sort in the order they apply. Add new files here. */
 export const migrations: Record<string, Migration> = {
@@ -52,4 +53,5 @@ export const migrations: Record<string, Migration> = {
   '2026_11_28_0065_assumption_versions': assumptionVersions,
   '2026_11_28_0070_periods': periods,
   '2026_11_28_0080_people': people,
+  '2026_11_28_0085_restatement_adjust_from': restatementAdjustFrom,
 };
