@@ -53,21 +53,6 @@ async function untilFoldable(ctx: ServiceCtx) {
   throw new Error('the events did not become foldable');
 }
 
-/**
- * Folds until neither events nor adjustments wait (src/ledger/). PostgreSQL folds only below the
- * oldest transaction running on the server, another test file's included: it may take a few
- * passes.
- */
-async function foldEverything(ctx: ServiceCtx) {
-  for (let i = 0; i < 500; i++) {
-    await foldOnce(ctx);
-    const tail = await tailState(ctx.db, ctx.engine);
-    if (tail.events === 0 && tail.adjustments === 0) return;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error('the tails did not empty');
-}
-
 describe('TALLY_FOLD_BATCH', () => {
   it('leaves the engine default unset, and takes a whole number of events from 1', () => {
     expect(loadConfig({}).foldBatch).toBeNull();
@@ -310,7 +295,7 @@ describe.each(ENGINES)('the folding stage (%s)', (engine) => {
     const reviewed = await track('support_ticket_reply', 'needs_review');
     await track('dev_bug_fix', 'success');
     await track('dev_bug_fix', 'needs_review');
-    await foldEverything(h.ctx);
+    await foldAll(h.ctx);
     expect(await gauges()).toEqual({ events: 0, adjustments: 0, lag: 0 });
 
     // A review at +1 s: one adjustment waits, and the lag is its age.
@@ -338,7 +323,7 @@ describe.each(ENGINES)('the folding stage (%s)', (engine) => {
     expect(await gauges()).toEqual({ events: 1, adjustments: 3, lag: 7 });
     expect(await tailState(h.ctx.db, h.ctx.engine)).toEqual({ events: 1, adjustments: 3 });
 
-    await foldEverything(h.ctx);
+    await foldAll(h.ctx);
     expect(await gauges()).toEqual({ events: 0, adjustments: 0, lag: 0 });
     h.clock.set(new Date(NOW));
   });

@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
-import type { OrgCtx, ServiceCtx } from '../../src/context.js';
-import { foldOnce } from '../../src/fold/pass.js';
-import { tailState } from '../../src/fold/tail.js';
+import type { OrgCtx } from '../../src/context.js';
+import { foldAll } from '../fold/derived.js';
 import { applyRestatement } from '../../src/ledger/restatement.js';
 import { recordReview } from '../../src/ledger/review.js';
 import type { Dimension } from '../../src/reports/params.js';
@@ -155,21 +154,6 @@ describe.each(ENGINES)('weekly digest (%s)', (engine) => {
   });
 });
 
-/**
- * Folds until neither events nor adjustments wait (src/ledger/). PostgreSQL folds only below the
- * oldest transaction running on the server, another test file's included: it may take a few
- * passes.
- */
-async function foldEverything(ctx: ServiceCtx) {
-  for (let i = 0; i < 500; i++) {
-    await foldOnce(ctx);
-    const tail = await tailState(ctx.db, ctx.engine);
-    if (tail.events === 0 && tail.adjustments === 0) return;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error('the tails did not empty');
-}
-
 describe.each(ENGINES)('weekly digest of reviewed and restated events (%s)', (engine) => {
   // The Wednesday after the digested week of 2026-11-16.
   const NOW = Date.parse('2026-11-25T12:00:00.000Z');
@@ -235,7 +219,7 @@ describe.each(ENGINES)('weekly digest of reviewed and restated events (%s)', (en
     // Outside the week, restated too: neither they nor their adjustments count.
     await track('alpha', 'dev_bug_fix', 'success', 90, '2026-11-15T23:59:59.999Z');
     await track('delta', 'dev_bug_fix', 'success', 600, '2026-11-23T00:00:00.000Z');
-    await foldEverything(h.ctx);
+    await foldAll(h.ctx);
     const before = await digest();
     expect(before.top_agents.map((r) => r.agent_id)).toEqual(['alpha', 'beta', 'gamma']);
 
@@ -268,7 +252,7 @@ describe.each(ENGINES)('weekly digest of reviewed and restated events (%s)', (en
     };
     // The adjustments in the tail, then folded into the rollups.
     const unfolded = await expectAsReports();
-    await foldEverything(h.ctx);
+    await foldAll(h.ctx);
     expect(await expectAsReports()).toEqual(unfolded);
 
     expect(unfolded.totals).toMatchObject({
