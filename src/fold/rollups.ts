@@ -6,6 +6,7 @@ import {
   ALL_GRAINS,
   DAY_MS,
   GRAINS,
+  EVENT_SUM_COLUMNS,
   SUM_COLUMNS,
   grainColumn,
   hasCoarseBuckets,
@@ -36,7 +37,8 @@ export async function foldRollups(
   firstDay = -Infinity,
   source: FoldSource = 'events',
 ): Promise<void> {
-  const values = source === 'events' ? SUM_VALUES[engine] : ADJUSTMENT_VALUES[engine];
+  // Events add nothing to the review columns: their statement leaves them out (EVENT_SUM_COLUMNS).
+  const { columns, values, updates } = source === 'events' ? EVENT_SUMS[engine] : ADJUSTMENT_SUMS[engine];
   for (const grain of grains) {
     const kept: readonly string[] = GRAINS[grain];
     const buckets: Bucket[] = hasCoarseBuckets(grain) ? ['day', 'week', 'month'] : ['day'];
@@ -51,12 +53,12 @@ export async function foldRollups(
       if (firstDay >= through) continue;
       const closed = Number.isFinite(through) ? sql`AND occurred_at < ${through * DAY_MS}` : sql``;
       await sql`
-        INSERT INTO report_rollups (org_id, grain, day, agent_id, task_type, client_key, shard, ${COLUMNS})
+        INSERT INTO report_rollups (org_id, grain, day, agent_id, task_type, client_key, shard, ${columns})
         SELECT org_id, ${grainColumn(grain, bucket)}, ${start}, ${agent}, ${taskType}, ${client}, 0, ${values}
         FROM ${sql.table(source)}
         WHERE ${seqRange(engine, from, to)} ${closed}
         GROUP BY org_id, 3, 4, 5, 6
-        ON CONFLICT (org_id, grain, day, agent_id, task_type, client_key, shard) DO UPDATE SET ${UPDATES}`.execute(
+        ON CONFLICT (org_id, grain, day, agent_id, task_type, client_key, shard) DO UPDATE SET ${updates}`.execute(
         db,
       );
     }
@@ -213,8 +215,24 @@ export function seqRange(engine: Engine, from: IngestSeq, to: IngestSeq): RawBui
     : sql`ingest_seq >= ${from} AND ingest_seq < ${to}`;
 }
 
+/** Every sum column, as day rows are added to week and month rows (closeMonthDays, daysInto). */
 const COLUMNS = sql.raw(SUM_COLUMNS.join(', '));
 const UPDATES = sql.raw(SUM_COLUMNS.map((c) => `${c} = report_rollups.${c} + excluded.${c}`).join(', '));
+
+/** The columns a rollup step writes, their sums, and what an existing row adds. */
+interface StepSums {
+  columns: RawBuilder<unknown>;
+  values: RawBuilder<unknown>;
+  updates: RawBuilder<unknown>;
+}
+
+function stepSums(engine: Engine, columns: readonly string[], values?: Record<string, string>): StepSums {
+  return {
+    columns: sql.raw(columns.join(', ')),
+    values: sumValues(engine, values, columns),
+    updates: sql.raw(columns.map((c) => `${c} = report_rollups.${c} + excluded.${c}`).join(', ')),
+  };
+}
 
 /** What a rollup step folds: events, or the adjustments ledger's entries (src/ledger/). */
 export type FoldSource = 'events' | 'adjustments';
@@ -243,28 +261,34 @@ const ADJUSTMENT_COLUMN_VALUES: Record<string, string> = {
  * there, so they go through total(), which adds integers exactly until they overflow and goes
  * on in floating point after (the column keeps an integral REAL within 64 bits as an integer).
  */
-function sumValues(engine: Engine, values: Record<string, string> = VALUES): RawBuilder<unknown> {
+function sumValues(
+  engine: Engine,
+  values: Record<string, string> = VALUES,
+  columns: readonly string[] = SUM_COLUMNS,
+): RawBuilder<unknown> {
   return sql.raw(
-    SUM_COLUMNS.map((column) => {
-      const outcome = OUTCOMES.find((o) => column.startsWith(`${o}_`));
-      const name = outcome === undefined ? column : column.slice(outcome.length + 1);
-      const value = values[name] ?? '0';
-      const sum = engine === 'sqlite' && name !== 'events' ? 'total' : 'SUM';
-      return outcome === undefined
-        ? `${sum}(${value})`
-        : `${sum}(CASE WHEN outcome = '${outcome}' THEN ${value} ELSE 0 END)`;
-    }).join(', '),
+    columns
+      .map((column) => {
+        const outcome = OUTCOMES.find((o) => column.startsWith(`${o}_`));
+        const name = outcome === undefined ? column : column.slice(outcome.length + 1);
+        const value = values[name] ?? '0';
+        const sum = engine === 'sqlite' && name !== 'events' ? 'total' : 'SUM';
+        return outcome === undefined
+          ? `${sum}(${value})`
+          : `${sum}(CASE WHEN outcome = '${outcome}' THEN ${value} ELSE 0 END)`;
+      })
+      .join(', '),
   );
 }
 
-const SUM_VALUES: Record<Engine, RawBuilder<unknown>> = {
-  sqlite: sumValues('sqlite'),
-  postgres: sumValues('postgres'),
+const EVENT_SUMS: Record<Engine, StepSums> = {
+  sqlite: stepSums('sqlite', EVENT_SUM_COLUMNS),
+  postgres: stepSums('postgres', EVENT_SUM_COLUMNS),
 };
 
-const ADJUSTMENT_VALUES: Record<Engine, RawBuilder<unknown>> = {
-  sqlite: sumValues('sqlite', ADJUSTMENT_COLUMN_VALUES),
-  postgres: sumValues('postgres', ADJUSTMENT_COLUMN_VALUES),
+const ADJUSTMENT_SUMS: Record<Engine, StepSums> = {
+  sqlite: stepSums('sqlite', SUM_COLUMNS, ADJUSTMENT_COLUMN_VALUES),
+  postgres: stepSums('postgres', SUM_COLUMNS, ADJUSTMENT_COLUMN_VALUES),
 };
 
 /**

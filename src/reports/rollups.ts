@@ -139,6 +139,14 @@ export const SUM_COLUMNS: readonly SumColumn[] = [undefined, ...OUTCOMES].flatMa
   SUMS.map((sum) => sumColumn(sum, outcome)),
 );
 
+/**
+ * The sum columns events add to (SUM_COLUMNS without the review ones, which only adjustments
+ * fill): an event's upsert leaves those to their default, 0, and does not touch them.
+ */
+export const EVENT_SUM_COLUMNS: readonly SumColumn[] = SUM_COLUMNS.filter(
+  (column) => !column.endsWith('review_hours_micros') && !column.endsWith('review_cost_micros'),
+);
+
 /** Rollup key of a client: a prefix keeps "no client" ('') apart from an empty client id ('c'). */
 export function clientKey(clientId: string | null): string {
   return clientId === null ? '' : `c${clientId}`;
@@ -354,8 +362,9 @@ const ROLLUP_COLUMNS = {
   client_key: 'text',
   shard: 'bigint',
   // Sums of micro-units can pass 2^63 (migration 0011); counts cannot.
+  // An event adds nothing to the review columns (EVENT_SUM_COLUMNS).
   ...Object.fromEntries(
-    SUM_COLUMNS.map((column) => [column, column.endsWith('events') ? 'bigint' : 'numeric']),
+    EVENT_SUM_COLUMNS.map((column) => [column, column.endsWith('events') ? 'bigint' : 'numeric']),
   ),
 } as { readonly [K in keyof RollupDelta]: PgType };
 
@@ -366,7 +375,7 @@ export function upsertRollups(db: DbOrTrx, deltas: readonly RollupDelta[]) {
       .columns(['org_id', 'grain', 'day', 'agent_id', 'task_type', 'client_key', 'shard'])
       .doUpdateSet((eb) =>
         Object.fromEntries(
-          SUM_COLUMNS.map((column) => [
+          EVENT_SUM_COLUMNS.map((column) => [
             column,
             eb(`report_rollups.${column}`, '+', eb.ref(`excluded.${column}`)),
           ]),
