@@ -78,11 +78,13 @@ export async function closeWeeks(
   to: number,
   grains: readonly Grain[] = ALL_GRAINS,
 ): Promise<void> {
-  await eachCoarseGrain(db, from, to, grains, async (orgId, grain) => {
+  await eachCoarseGrain(db, from, to, grains, async (orgId, grain, adjusted) => {
     const week = grainColumn(grain, 'week');
     await sql`DELETE FROM report_rollups
       WHERE org_id = ${orgId} AND grain = ${week} AND day >= ${from} AND day < ${to}`.execute(db);
-    await sql`${daysInto(engine, orgId, grain, 'week', from, to)}`.execute(db);
+    await sql`${daysInto(engine, orgId, grain, 'week', from, to, RESUMS[adjusted ? 'all' : 'events'])}`.execute(
+      db,
+    );
   });
 }
 
@@ -98,9 +100,10 @@ export async function closeMonthDays(
   to: number,
   grains: readonly Grain[] = ALL_GRAINS,
 ): Promise<void> {
-  await eachCoarseGrain(db, from, to, grains, async (orgId, grain) => {
-    await sql`${daysInto(engine, orgId, grain, 'month', from, to)}
-      ON CONFLICT (org_id, grain, day, agent_id, task_type, client_key, shard) DO UPDATE SET ${UPDATES}`.execute(
+  await eachCoarseGrain(db, from, to, grains, async (orgId, grain, adjusted) => {
+    const resums = RESUMS[adjusted ? 'all' : 'events'];
+    await sql`${daysInto(engine, orgId, grain, 'month', from, to, resums)}
+      ON CONFLICT (org_id, grain, day, agent_id, task_type, client_key, shard) DO UPDATE SET ${resums.updates}`.execute(
       db,
     );
   });
@@ -175,17 +178,24 @@ async function eachCoarseGrain(
   from: number,
   to: number,
   grains: readonly Grain[],
-  fn: (orgId: string, grain: Grain) => Promise<void>,
+  fn: (orgId: string, grain: Grain, adjusted: boolean) => Promise<void>,
 ): Promise<void> {
   const coarse = grains.filter(hasCoarseBuckets);
   if (!(to > from) || coarse.length === 0) return;
-  const { rows: orgs } = await sql<{ id: string }>`SELECT id FROM organizations ORDER BY id`.execute(db);
-  for (const { id } of orgs) {
-    for (const grain of coarse) await fn(id, grain);
+  // With each organisation, whether it has any entry in the adjustments ledger (src/ledger/),
+  // one index probe each: without one, its day rows' review sums are all 0.
+  const { rows: orgs } = await sql<{ id: string; adjusted: unknown }>`
+    SELECT id, EXISTS (SELECT 1 FROM adjustments WHERE adjustments.org_id = organizations.id) AS adjusted
+    FROM organizations ORDER BY id`.execute(db);
+  for (const { id, adjusted } of orgs) {
+    for (const grain of coarse) await fn(id, grain, adjusted === true || Number(adjusted) === 1);
   }
 }
 
-/** The INSERT of the sums of an organisation's day rows of a grain in [from, to) as rows of `bucket`. */
+/**
+ * The INSERT of the sums of an organisation's day rows of a grain in [from, to) as rows of
+ * `bucket`, summing the columns of `resums`.
+ */
 function daysInto(
   engine: Engine,
   orgId: string,
@@ -193,20 +203,39 @@ function daysInto(
   bucket: 'week' | 'month',
   from: number,
   to: number,
+  resums: Resums,
 ): RawBuilder<unknown> {
   return sql`
-    INSERT INTO report_rollups (org_id, grain, day, agent_id, task_type, client_key, shard, ${COLUMNS})
-    SELECT org_id, ${grainColumn(grain, bucket)}, ${bucketStart(engine, bucket, sql`day`)}, agent_id, task_type, client_key, 0, ${RESUMS[engine]}
+    INSERT INTO report_rollups (org_id, grain, day, agent_id, task_type, client_key, shard, ${resums.columns})
+    SELECT org_id, ${grainColumn(grain, bucket)}, ${bucketStart(engine, bucket, sql`day`)}, agent_id, task_type, client_key, 0, ${resums[engine]}
     FROM report_rollups
     WHERE org_id = ${orgId} AND grain = ${grain} AND day >= ${from} AND day < ${to}
     GROUP BY org_id, 3, agent_id, task_type, client_key`;
 }
 
-/** The sums of rollup rows' sums (SQLite: total(), as sumValues says). */
-const RESUMS: Record<Engine, RawBuilder<unknown>> = {
-  sqlite: sql.raw(SUM_COLUMNS.map((c) => (c.endsWith('events') ? `SUM(${c})` : `total(${c})`)).join(', ')),
-  postgres: sql.raw(SUM_COLUMNS.map((c) => `SUM(${c})`).join(', ')),
-};
+/** Day rows' sums added up into week and month rows: the columns, their sums, what a row adds. */
+interface Resums {
+  columns: RawBuilder<unknown>;
+  /** SQLite: total(), as sumValues says. */
+  sqlite: RawBuilder<unknown>;
+  postgres: RawBuilder<unknown>;
+  updates: RawBuilder<unknown>;
+}
+
+function resums(columns: readonly string[]): Resums {
+  return {
+    columns: sql.raw(columns.join(', ')),
+    sqlite: sql.raw(columns.map((c) => (c.endsWith('events') ? `SUM(${c})` : `total(${c})`)).join(', ')),
+    postgres: sql.raw(columns.map((c) => `SUM(${c})`).join(', ')),
+    updates: sql.raw(columns.map((c) => `${c} = report_rollups.${c} + excluded.${c}`).join(', ')),
+  };
+}
+
+/**
+ * Every sum column, for an organisation with adjustments; for one without, the columns events
+ * add to (EVENT_SUM_COLUMNS): its review sums are 0 in every row and stay at their default.
+ */
+const RESUMS = { all: resums(SUM_COLUMNS), events: resums(EVENT_SUM_COLUMNS) };
 
 /** `from <= ingest_seq < to` (xid8 on PostgreSQL). */
 export function seqRange(engine: Engine, from: IngestSeq, to: IngestSeq): RawBuilder<unknown> {
@@ -214,10 +243,6 @@ export function seqRange(engine: Engine, from: IngestSeq, to: IngestSeq): RawBui
     ? sql`ingest_seq >= ${String(from)}::xid8 AND ingest_seq < ${String(to)}::xid8`
     : sql`ingest_seq >= ${from} AND ingest_seq < ${to}`;
 }
-
-/** Every sum column, as day rows are added to week and month rows (closeMonthDays, daysInto). */
-const COLUMNS = sql.raw(SUM_COLUMNS.join(', '));
-const UPDATES = sql.raw(SUM_COLUMNS.map((c) => `${c} = report_rollups.${c} + excluded.${c}`).join(', '));
 
 /** The columns a rollup step writes, their sums, and what an existing row adds. */
 interface StepSums {
