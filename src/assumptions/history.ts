@@ -41,6 +41,8 @@ const slot = (kind: string, key: string) => `${kind}\n${key}`;
  */
 export class AssumptionHistory {
   private readonly slots = new Map<string, AssumptionVersion[]>();
+  /** Every distinct `effectiveFrom`, ascending: between two of them no value changes. */
+  private readonly changes: number[];
 
   constructor(
     readonly orgId: string,
@@ -56,6 +58,23 @@ export class AssumptionHistory {
     for (const list of this.slots.values()) {
       list.sort((a, b) => a.effectiveFrom - b.effectiveFrom || a.revision - b.revision);
     }
+    this.changes = [...new Set(versions.map((v) => v.effectiveFrom))].sort((a, b) => a - b);
+  }
+
+  /**
+   * How many changes of any value lie at or before `at`: two instants with the same epoch see
+   * the same version of every assumption, so what is priced from them alone is the same.
+   */
+  epochOf(at: number): number {
+    const { changes } = this;
+    let lo = 0;
+    let hi = changes.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if ((changes[mid] as number) <= at) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
   }
 
   /** The version of (`kind`, `key`) in force at `at`; undefined when none applies yet. */

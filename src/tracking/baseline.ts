@@ -24,12 +24,16 @@ export interface ResolvedBaseline {
   creditMicros: number;
   /** The assumption versions that priced the event. */
   versions: VersionIds;
+  /** `{"assumptions": versions}` as JSON, once written (versionsPricing). */
+  versionsPricing?: string;
 }
 
 /** The organisation's assumption history and custom types for the task types of a batch. */
 export interface CatalogueFacts {
   history: AssumptionHistory;
   customs: Map<string, CustomTypeFacts>;
+  /** Baselines resolved for this batch, by task type, outcome, request minutes and epoch. */
+  resolved?: Map<string, { org: Organization; baseline: ResolvedBaseline }>;
 }
 
 /**
@@ -54,7 +58,39 @@ export async function loadCatalogueFacts(
       .execute();
     for (const { key, ...facts } of rows) customs.set(key, facts);
   }
-  return { history, customs };
+  return { history, customs, resolved: new Map() };
+}
+
+/**
+ * resolveBaseline, remembered in `facts` for the batch: events of one task type, outcome and
+ * request minutes whose occurred_at fall between the same two changes of the history (the same
+ * epoch) and that come with the same organisation's settings get the same baseline, so a batch
+ * resolves each combination once. Refusals are not remembered (their path differs).
+ */
+export function resolveBaselineOnce(
+  org: Organization,
+  facts: CatalogueFacts,
+  taskType: string,
+  outcome: Outcome,
+  requestMinutes: number | null,
+  at: number,
+  path = '/body',
+): ResolvedBaseline {
+  const memo = facts.resolved;
+  if (!memo) return resolveBaseline(org, facts, taskType, outcome, requestMinutes, at, path);
+  const key = `${taskType}\n${outcome}\n${requestMinutes ?? ''}\n${facts.history.epochOf(at)}`;
+  const hit = memo.get(key);
+  if (hit && hit.org === org) return hit.baseline;
+  const baseline = resolveBaseline(org, facts, taskType, outcome, requestMinutes, at, path);
+  memo.set(key, { org, baseline });
+  return baseline;
+}
+
+/** The stored `pricing` of an event whose agent cost was not computed: its versions alone. */
+export function versionsPricing(baseline: ResolvedBaseline): string {
+  // Kept on the baseline, which resolveBaselineOnce shares among a batch's events.
+  baseline.versionsPricing ??= JSON.stringify({ assumptions: baseline.versions });
+  return baseline.versionsPricing;
 }
 
 /**

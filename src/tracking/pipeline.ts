@@ -2,7 +2,12 @@ import { AppError } from '../errors.js';
 import { admitCapped, usageMonth } from '../billing/usage-counter.js';
 import type { DbOrTrx } from '../storage/db.js';
 import type { EventRow } from '../storage/schema.js';
-import { loadCatalogueFacts, resolveBaseline, type ResolvedBaseline } from './baseline.js';
+import {
+  loadCatalogueFacts,
+  resolveBaselineOnce,
+  type ResolvedBaseline,
+  versionsPricing,
+} from './baseline.js';
 import { eventView } from './events.js';
 import { claimIdempotencyKeys, IDEMPOTENCY_WINDOW_MS } from './idempotency.js';
 import type { JobOutcome, TrackJob } from './job.js';
@@ -65,7 +70,7 @@ export async function processBatch(
       const { job } = l;
       try {
         // Each event is priced with the assumptions in force at its own occurred_at.
-        l.baseline = resolveBaseline(
+        l.baseline = resolveBaselineOnce(
           job.ctx.org,
           facts,
           job.input.task_type,
@@ -240,7 +245,10 @@ function eventRow(job: TrackJob, baseline: ResolvedBaseline | undefined): EventR
     audit_sample: input.audit_sample === undefined ? null : JSON.stringify(input.audit_sample),
     // What priced the agent cost (when it was computed) and the assumption versions that priced
     // the savings.
-    pricing: JSON.stringify({ ...cost.pricing, assumptions: baseline.versions }),
+    pricing:
+      cost.pricing === null
+        ? versionsPricing(baseline)
+        : JSON.stringify({ ...cost.pricing, assumptions: baseline.versions }),
     occurred_at: job.occurredAt.getTime(),
     received_at: job.receivedAt.getTime(),
     idempotency_key: job.idempotencyKey,
