@@ -541,18 +541,22 @@ async function publish(
       });
       if (rows.length > 0) await trx.insertInto('restatement_staging').values(rows).execute();
     }
-    // Every entry at one position in commit order: PostgreSQL's default (this transaction's
-    // id); on SQLite the next number, under the write lock.
-    let seq = sql`DEFAULT`;
+    // The entries' positions in commit order. PostgreSQL: this transaction's id (the column's
+    // default), one position for all. SQLite: the next numbers after the largest stored, under
+    // the write lock, one per chunk, so that the folding stage, which takes a position whole,
+    // can fold a large publication over several passes of its usual size instead of one that
+    // holds the main file's write lock for all of it. No other writer can number an entry
+    // between them, and reports read the publication whole or not at all either way.
+    let firstSeq = 0;
     if (ctx.engine === 'sqlite') {
       const row = await trx
         .selectFrom('adjustments')
         .select((eb) => eb.fn.max('ingest_seq').as('last'))
         .executeTakeFirst();
-      seq = sql`${Number(row?.last ?? 0) + 1}`;
+      firstSeq = Number(row?.last ?? 0) + 1;
     }
     const seqColumn = ctx.engine === 'sqlite' ? sql`, ingest_seq` : sql``;
-    const seqValue = ctx.engine === 'sqlite' ? sql`, ${seq}` : sql``;
+    const seqValue = (i: number) => (ctx.engine === 'sqlite' ? sql`, ${firstSeq + i}` : sql``);
     // A chunk of staged rows at a time, in event id order, with their sums for the message; the
     // event loop runs between two chunks, the transaction stays open.
     const parts: StagedSums[] = [];
@@ -570,7 +574,7 @@ async function publish(
         SELECT 'adj_' || restatement_id || '_' || event_id, org_id, event_id, 'restatement', restatement_id,
           agent_id, task_type, outcome, client_id, occurred_at, hours_saved_micros, cost_saved_micros,
           agent_cost_micros, review_hours_micros, review_cost_micros, baseline_minutes, hourly_rate_micros,
-          ${at.getTime()}${seqValue}
+          ${at.getTime()}${seqValue(i)}
         FROM restatement_staging WHERE restatement_id = ${restatementId} ${range}`.execute(trx);
       adjusted += Number(inserted.numAffectedRows ?? 0);
     }
