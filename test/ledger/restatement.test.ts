@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { sql } from 'kysely';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
@@ -426,6 +427,57 @@ describe.each(ENGINES)("a restatement's publication (%s)", (engine) => {
       entries.reduce((sum, e) => sum + Number(e.hours_saved_micros), 0),
     );
     expect(payload.months).toEqual(['2026-11']);
+  });
+
+  it('folds a publication in passes of the usual size where its positions allow it, reports whole after each', async () => {
+    const org = await h.createOrg({ plan: 'pro', hourlyRate: RATE });
+    const ctx = await h.orgCtx(org);
+    const seeded = await seedEvents(ctx, 12);
+    await foldOnce(h.ctx, { sqlFrom: 1 });
+    await applyRestatement(ctx, {
+      restatementId: 'rst_passes',
+      orgId: org.id,
+      reason: 'bug fixes take 30 minutes by hand',
+      reprice: baselineRepricer('dev_bug_fix', 30),
+      publishChunk: 3,
+    });
+    const expected = expectedByTaskType(
+      seeded.map((e) => ({ id: e.id, taskType: e.taskType, ...recompute(e.taskType, e.outcome, 30) })),
+    );
+    const entries = await h.ctx.db
+      .selectFrom('adjustments')
+      .select('ingest_seq')
+      .where('cause_id', '=', 'rst_passes')
+      .execute();
+    expect(entries).toHaveLength(8);
+    const positions = new Set(entries.map((e) => String(e.ingest_seq))).size;
+    // SQLite numbers each chunk of 3 (3 + 3 + 2); PostgreSQL's position is the transaction's id.
+    expect(positions).toBe(engine === 'sqlite' ? 3 : 1);
+    // The entries not yet folded into every fold part.
+    const unfolded = async () =>
+      Number(
+        (
+          await sql<{ n: unknown }>`
+            SELECT COUNT(*) AS n FROM adjustments
+            WHERE cause_id = 'rst_passes' AND ingest_seq >= (SELECT MIN(adjust_watermark) FROM fold_state)`.execute(
+            h.ctx.db,
+          )
+        ).rows[0]?.n,
+      );
+    // Passes of 3: a position is never split, so PostgreSQL takes all 8 at once. (On PostgreSQL a
+    // pass folds nothing while an older transaction of the server is still open.)
+    const folded: number[] = [];
+    let before = await unfolded();
+    expect(before).toBe(8);
+    for (let pass = 0; pass < 50 && before > 0; pass++) {
+      await foldOnce(h.ctx, { sqlFrom: 1, limit: 3 });
+      const after = await unfolded();
+      if (after < before) folded.push(before - after);
+      before = after;
+      expect(await byTaskType(ctx)).toEqual(expected);
+      if (after > 0 && after === before) await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    expect(folded).toEqual(engine === 'sqlite' ? [3, 3, 2] : [8]);
   });
 
   it('a process stopped after the publication leaves staged rows: harmless, then removed', async () => {
