@@ -273,21 +273,26 @@ if (process.env.BENCH_RESTATE === '1' || process.env.BENCH_RESTATE === 'only') {
     `\nA restatement of ${total.toLocaleString('en')} events (staged 5,000 at a time, published in one transaction), POST /v1/track beside it`,
   );
   console.log(
-    'engine     adjusted/s   events written/s (reference)   whole (s)   publication (s)   cleanup after it (s)',
+    'engine     adjusted/s   events written/s (reference)   whole (s)   publication (s)   cleanup after it (s)   folded after it (s)',
   );
-  const tracking: Array<[string, Awaited<ReturnType<typeof benchRestatement>>['tracking']]> = [];
+  const results: Array<[string, Awaited<ReturnType<typeof benchRestatement>>]> = [];
   for (const engine of engines) {
     const r = await benchRestatement(engine, total);
     console.log(
-      `${engine.padEnd(9)} ${r.rate.toFixed(0).padStart(11)} ${r.written.toFixed(0).padStart(32)} ${r.seconds.toFixed(1).padStart(11)} ${r.publish.toFixed(1).padStart(17)} ${r.cleanup.toFixed(1).padStart(22)}`,
+      `${engine.padEnd(9)} ${r.rate.toFixed(0).padStart(11)} ${r.written.toFixed(0).padStart(32)} ${r.seconds.toFixed(1).padStart(11)} ${r.publish.toFixed(1).padStart(17)} ${r.cleanup.toFixed(1).padStart(22)} ${r.folding.toFixed(1).padStart(21)}`,
     );
-    tracking.push([engine, r.tracking]);
+    results.push([engine, r]);
   }
-  console.log('\nPOST /v1/track meanwhile, latency p50 / p99 / max (requests, failed)');
-  console.log('engine     window        p50 ms   p99 ms   max ms   requests  failed');
-  for (const [engine, phases] of tracking)
-    for (const [name, l] of Object.entries(phases))
-      console.log(
-        `${engine.padEnd(9)}  ${name.padEnd(12)} ${l.p50.toFixed(0).padStart(7)} ${l.p99.toFixed(0).padStart(8)} ${l.max.toFixed(0).padStart(8)} ${String(l.n).padStart(10)} ${String(l.failed).padStart(7)}`,
-      );
+  for (const [title, of] of [
+    ['POST /v1/track', 'tracking'],
+    ['PATCH /v1/settings (a write to the main file)', 'writes'],
+  ] as const) {
+    console.log(`\n${title} meanwhile, latency p50 / p99 / max (requests, failed)`);
+    console.log('engine     window        p50 ms   p99 ms   max ms   requests  failed');
+    for (const [engine, r] of results)
+      for (const [name, l] of Object.entries(r[of]))
+        console.log(
+          `${engine.padEnd(9)}  ${name.padEnd(12)} ${l.p50.toFixed(0).padStart(7)} ${l.p99.toFixed(0).padStart(8)} ${l.max.toFixed(0).padStart(8)} ${String(l.n).padStart(10)} ${String(l.failed).padStart(7)}`,
+        );
+  }
 }

@@ -137,31 +137,35 @@ function latencyOf(samples: readonly Sample[]): Latency {
 }
 
 /**
- * Tracks single events at RATE a second until `stop()`, each request due at its time on a fixed
+ * Sends `request` at `rate` a second until `stop()`, each request due at its time on a fixed
  * schedule and sent then whether or not the ones before it were answered; its latency counts
  * from when it was due. A stalled event loop sends nothing meanwhile, and the requests it owed
  * count the stall, as a client in another process would see it.
  */
-function keepTracking(port: number, apiKey: string) {
+function keepSending(
+  port: number,
+  apiKey: string,
+  rate: number,
+  request: () => { method: 'POST' | 'PATCH'; path: string; body: string; ok: number },
+) {
   const api = new Pool(`http://127.0.0.1:${port}`, { connections: 32 });
   const headers = { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` };
   const samples: Sample[] = [];
   const sent: Array<Promise<void>> = [];
-  const rand = rng(7);
   const send = async (due: number) => {
-    const body = JSON.stringify(benchEvent(rand, Date.now()));
+    const { ok, ...options } = request();
     let failed = true;
     try {
-      const res = await api.request({ method: 'POST', path: '/v1/track', headers, body });
+      const res = await api.request({ ...options, headers });
       await res.body.arrayBuffer();
-      failed = res.statusCode !== 201;
+      failed = res.statusCode !== ok;
     } catch {
       failed = true;
     }
     samples.push({ from: due, to: performance.now(), failed });
   };
   let running = true;
-  const every = 1000 / RATE;
+  const every = 1000 / rate;
   const scheduler = (async () => {
     let due = performance.now();
     while (running) {
@@ -180,6 +184,30 @@ function keepTracking(port: number, apiKey: string) {
       await api.close();
     },
   };
+}
+
+/** POST /v1/track at RATE a second (keepSending). */
+function keepTracking(port: number, apiKey: string) {
+  const rand = rng(7);
+  return keepSending(port, apiKey, RATE, () => ({
+    method: 'POST',
+    path: '/v1/track',
+    body: JSON.stringify(benchEvent(rand, Date.now())),
+    ok: 201,
+  }));
+}
+
+/**
+ * A write to the main file, PATCH /v1/settings, 5 times a second (keepSending): on SQLite it
+ * waits for a folding pass under way, which holds the main file's write lock.
+ */
+function keepWriting(port: number, apiKey: string) {
+  return keepSending(port, apiKey, 5, () => ({
+    method: 'PATCH',
+    path: '/v1/settings',
+    body: JSON.stringify({ name: 'bench' }),
+    ok: 200,
+  }));
 }
 
 export async function benchRestatement(engine: 'sqlite' | 'postgres', total: number) {
@@ -229,6 +257,7 @@ export async function benchRestatement(engine: 'sqlite' | 'postgres', total: num
         await sleep(500);
       }
       const tracking = keepTracking(port, created.api_key);
+      const writing = keepWriting(port, created.api_key);
       // A second to warm up, then the reference window.
       await sleep(1000);
       const referenceFrom = performance.now();
@@ -256,8 +285,14 @@ export async function benchRestatement(engine: 'sqlite' | 'postgres', total: num
         },
       );
       const t1 = performance.now();
+      // Until the folding stage has folded the entries too (both tails empty).
+      while ((await foldLag(storage.reader ?? storage.db, engine, Date.now())).lagMs > 0) {
+        if (performance.now() - t1 > 1_800_000) throw new Error('the folding stage did not fold the entries');
+        await sleep(100);
+      }
+      const foldedAt = performance.now();
       await sleep(WINDOW_MS);
-      await tracking.stop();
+      await Promise.all([tracking.stop(), writing.stop()]);
       const end = performance.now();
       // Each request in the window it was due in.
       const windows: Array<[string, number, number]> = [
@@ -265,14 +300,17 @@ export async function benchRestatement(engine: 'sqlite' | 'postgres', total: num
         ['staging', t0, publishFrom],
         ['publication', publishFrom, committedAt],
         ['cleanup', committedAt, t1],
-        ['after', t1, end],
+        ['folding', t1, foldedAt],
+        ['after', foldedAt, end],
       ];
-      const phases = new Map<string, Sample[]>(windows.map(([name]) => [name, []]));
-      for (const s of tracking.samples) {
-        const hit = windows.find(([, from, to]) => s.from >= from && s.from < to);
-        if (hit) phases.get(hit[0])?.push(s);
-      }
-      const phase = (name: string) => latencyOf(phases.get(name) ?? []);
+      const phasesOf = (samples: readonly Sample[]) => {
+        const phases = new Map<string, Sample[]>(windows.map(([name]) => [name, []]));
+        for (const s of samples) {
+          const hit = windows.find(([, from, to]) => s.from >= from && s.from < to);
+          if (hit) phases.get(hit[0])?.push(s);
+        }
+        return Object.fromEntries(windows.map(([name]) => [name, latencyOf(phases.get(name) ?? [])]));
+      };
       return {
         written: total / written,
         adjusted: view.events_adjusted,
@@ -280,13 +318,9 @@ export async function benchRestatement(engine: 'sqlite' | 'postgres', total: num
         seconds: (t1 - t0) / 1000,
         publish: (committedAt - publishFrom) / 1000,
         cleanup: (t1 - committedAt) / 1000,
-        tracking: {
-          reference: phase('reference'),
-          staging: phase('staging'),
-          publication: phase('publication'),
-          cleanup: phase('cleanup'),
-          after: phase('after'),
-        },
+        folding: (foldedAt - t1) / 1000,
+        tracking: phasesOf(tracking.samples),
+        writes: phasesOf(writing.samples),
       };
     } finally {
       await app.close();
