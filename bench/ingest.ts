@@ -292,7 +292,7 @@ if (process.env.BENCH_RESTATE === '1' || process.env.BENCH_RESTATE === 'only') {
     for (const [engine, r] of results)
       for (const [name, l] of Object.entries(r[of]))
         console.log(
-          `${engine.padEnd(9)}  ${name.padEnd(12)} ${l.p50.toFixed(0).padStart(7)} ${l.p99.toFixed(0).padStart(8)} ${l.max.toFixed(0).padStart(8)} ${String(l.n).padStart(10)} ${String(l.failed).padStart(7)}`,
+          `${engine.padEnd(9)}  ${name.padEnd(12)} ${[l.p50, l.p99, l.max].map((v, i) => (l.n === 0 ? '—' : v.toFixed(0)).padStart(i === 0 ? 7 : 8)).join(' ')} ${String(l.n).padStart(10)} ${String(l.failed).padStart(7)}`,
         );
   }
 }

@@ -31,7 +31,7 @@ import { DEFAULT_PLANS } from '../src/billing/plans.js';
 import { systemClock } from '../src/clock.js';
 import { loadConfig } from '../src/config.js';
 import { FoldStage } from '../src/fold/stage.js';
-import { foldLag } from '../src/fold/tail.js';
+import { foldLag, readTail } from '../src/fold/tail.js';
 import { foldThreadFor } from '../src/fold/thread.js';
 import { applyRestatement } from '../src/ledger/restatement.js';
 import { getOrganization } from '../src/orgs/organization-record.js';
@@ -285,8 +285,9 @@ export async function benchRestatement(engine: 'sqlite' | 'postgres', total: num
         },
       );
       const t1 = performance.now();
-      // Until the folding stage has folded the entries too (both tails empty).
-      while ((await foldLag(storage.reader ?? storage.db, engine, Date.now())).lagMs > 0) {
+      // Until the folding stage has folded the entries too: the adjustments' tail is empty (the
+      // events' is not while tracking goes on).
+      while ((await readTail(storage.reader ?? storage.db, engine, false)).headRecordedAt !== null) {
         if (performance.now() - t1 > 1_800_000) throw new Error('the folding stage did not fold the entries');
         await sleep(100);
       }
