@@ -9,6 +9,8 @@ export function money(value: number, currency: string): string {
       currency,
       minimumFractionDigits: 2,
       maximumFractionDigits: 2,
+      // A value that rounds to zero shows no sign: `€0.00`, not `-€0.00`.
+      signDisplay: 'negative',
     });
     moneyFormats.set(currency, format);
   }
@@ -26,24 +28,35 @@ export function moneyCompact(value: number, currency: string): string {
       currency,
       notation: 'compact',
       maximumSignificantDigits: 3,
+      signDisplay: 'negative',
     });
     compactMoneyFormats.set(currency, format);
   }
   return format.format(value);
 }
 
-const compactFormat = new Intl.NumberFormat('en-US', { notation: 'compact', maximumSignificantDigits: 3 });
+const compactFormat = new Intl.NumberFormat('en-US', {
+  notation: 'compact',
+  maximumSignificantDigits: 3,
+  signDisplay: 'negative',
+});
 
 /** `12.5K`: a chart axis's short form of a count or of hours. */
 export function compact(value: number): string {
   return compactFormat.format(value);
 }
 
-const hoursFormat = new Intl.NumberFormat('en-US', { minimumFractionDigits: 1, maximumFractionDigits: 1 });
+// Hours may be negative (a review that took longer than the work); one that rounds to zero shows
+// `0.0`, not `-0.0`.
+const hoursFormat = new Intl.NumberFormat('en-US', {
+  minimumFractionDigits: 1,
+  maximumFractionDigits: 1,
+  signDisplay: 'negative',
+});
 const countFormat = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
 const decimalFormat = new Intl.NumberFormat('en-US', { maximumFractionDigits: 6 });
 
-/** Hours with one decimal: `1,234.5`. */
+/** Hours with one decimal: `1,234.5`, `-0.3`. */
 export function hours(value: number): string {
   return hoursFormat.format(value);
 }
