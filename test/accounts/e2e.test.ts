@@ -104,10 +104,10 @@ describe('people in Chromium', { timeout: 120_000 }, () => {
       expect(await analyst.title(), path).toBe(await admin.title());
       expect(await changeControls(analyst), path).toEqual([]);
       // Same figures: the analyst's page is the admin's without its forms and change panels (and
-      // with the settings and the FTE hours as text in place of their forms). The links to each
+      // with the settings, the FTE hours and who gets alert e-mails as text in place of their forms). The links to each
       // task type are named for what the role does there (Manage, View).
       const typeLinks = 'table.catalogue a[href^="/dashboard/task-types/"]';
-      expect(await mainText(analyst, `#settings-facts, #fte-facts, ${typeLinks}`), path).toBe(
+      expect(await mainText(analyst, `#settings-facts, #fte-facts, #alert-facts, ${typeLinks}`), path).toBe(
         await mainText(admin, `[data-change], ${typeLinks}`),
       );
     }

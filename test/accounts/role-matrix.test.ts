@@ -906,6 +906,9 @@ describe.each(ENGINES)('the role matrix (%s)', (engine) => {
       const settings = await page(h, cookie, '/dashboard/settings');
       expect(settings.body.includes('action="/dashboard/settings/keys"')).toBe(role !== 'analyst');
       expect(settings.body.includes('action="/dashboard/restatements/preview"')).toBe(role !== 'analyst');
+      // Who gets the alert e-mails, as text where the form is not shown.
+      const emails = await page(h, cookie, '/dashboard/budgets/emails');
+      expect(headingsOf(emails.body).includes('Who gets alert e-mails')).toBe(role === 'analyst');
     });
 
     it(`walks every action as ${role}: done where the role allows, refused by the verb where not`, async () => {

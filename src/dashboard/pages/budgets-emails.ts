@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { hasRole } from '../../accounts/authorize.js';
 import { nextSendAt } from '../../report-emails/periods.js';
 import { createSchedule, deleteSchedule, listSchedules } from '../../report-emails/schedules.js';
 import { sendScheduleNow } from '../../report-emails/send.js';
@@ -19,7 +20,17 @@ export function registerBudgetEmailPages(dash: FastifyInstance, app: FastifyInst
       const optedIn = new Set(settings.alertEmails.map((e) => e.toLowerCase()));
       const schedules = (await listSchedules({ ctx, limit: 100 })).data;
       const now = ctx.clock.now();
-      return html`${tabs('E-mails')}
+      // Who gets the alerts, as text, for those who may not change it (the form below says it too).
+      const alerted = ctx.org.adminEmails.filter((email) => optedIn.has(email.toLowerCase()));
+      const alertFacts = html`<section class="panel" id="alert-facts">
+        <h2>Who gets alert e-mails</h2>
+        ${
+          alerted.length === 0
+            ? html`<p class="muted">Nobody: no admin has chosen to get budget and usage alerts by e-mail.</p>`
+            : html`<p>Budget and usage alerts go by e-mail to ${alerted.join(', ')}.</p>`
+        }
+      </section>`;
+      return html`${tabs('E-mails')} ${hasRole(ctx, 'admin') ? '' : alertFacts}
         <section class="panel" data-change>
           <h2>Alert e-mails</h2>
           ${
