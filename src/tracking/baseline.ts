@@ -32,9 +32,10 @@ export interface ResolvedBaseline {
 export interface CatalogueFacts {
   history: AssumptionHistory;
   customs: Map<string, CustomTypeFacts>;
-  /** Baselines resolved for this batch, by task type, outcome, request minutes and epoch. */
-  resolved?: Map<string, { org: Organization; baseline: ResolvedBaseline }>;
 }
+
+/** Baselines a batch has resolved, by task type, outcome, request minutes and epoch (resolveBaselineOnce). */
+export type ResolvedMemo = Map<string, { org: Organization; baseline: ResolvedBaseline }>;
 
 /**
  * Loads what resolving `taskTypes` for `org` needs: its assumption history (kept per process
@@ -58,16 +59,17 @@ export async function loadCatalogueFacts(
       .execute();
     for (const { key, ...facts } of rows) customs.set(key, facts);
   }
-  return { history, customs, resolved: new Map() };
+  return { history, customs };
 }
 
 /**
- * resolveBaseline, remembered in `facts` for the batch: events of one task type, outcome and
+ * resolveBaseline, remembered in `memo` for the batch: events of one task type, outcome and
  * request minutes whose occurred_at fall between the same two changes of the history (the same
  * epoch) and that come with the same organisation's settings get the same baseline, so a batch
  * resolves each combination once. Refusals are not remembered (their path differs).
  */
 export function resolveBaselineOnce(
+  memo: ResolvedMemo,
   org: Organization,
   facts: CatalogueFacts,
   taskType: string,
@@ -76,8 +78,6 @@ export function resolveBaselineOnce(
   at: number,
   path = '/body',
 ): ResolvedBaseline {
-  const memo = facts.resolved;
-  if (!memo) return resolveBaseline(org, facts, taskType, outcome, requestMinutes, at, path);
   const key = `${taskType}\n${outcome}\n${requestMinutes ?? ''}\n${facts.history.epochOf(at)}`;
   const hit = memo.get(key);
   if (hit && hit.org === org) return hit.baseline;

@@ -6,6 +6,7 @@ import {
   loadCatalogueFacts,
   resolveBaselineOnce,
   type ResolvedBaseline,
+  type ResolvedMemo,
   versionsPricing,
 } from './baseline.js';
 import { eventView } from './events.js';
@@ -66,11 +67,13 @@ export async function processBatch(
     if (!first) continue;
     const taskTypes = [...new Set(group.map((l) => l.job.input.task_type))];
     const facts = await loadCatalogueFacts(db, first.job.ctx.org, taskTypes);
+    const memo: ResolvedMemo = new Map();
     for (const l of group) {
       const { job } = l;
       try {
         // Each event is priced with the assumptions in force at its own occurred_at.
         l.baseline = resolveBaselineOnce(
+          memo,
           job.ctx.org,
           facts,
           job.input.task_type,

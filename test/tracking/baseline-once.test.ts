@@ -8,6 +8,7 @@ import {
   resolveBaselineOnce,
   type CatalogueFacts,
   type CustomTypeFacts,
+  type ResolvedMemo,
 } from '../../src/tracking/baseline.js';
 
 // A batch resolves each task type, outcome and request minutes once per stretch of time in which
@@ -122,11 +123,12 @@ describe('resolving a batch once per combination (pure)', () => {
         fc.array(eventArb, { minLength: 1, maxLength: 40 }),
         (drafts, events) => {
           const history = historyOf(drafts);
-          const facts: CatalogueFacts = { history, customs, resolved: new Map() };
+          const facts: CatalogueFacts = { history, customs };
+          const memo: ResolvedMemo = new Map();
           for (const e of events) {
             let once: unknown;
             try {
-              once = resolveBaselineOnce(org, facts, e.taskType, e.outcome, e.requestMinutes, e.at);
+              once = resolveBaselineOnce(memo, org, facts, e.taskType, e.outcome, e.requestMinutes, e.at);
             } catch (error) {
               once = { refused: (error as { code?: string }).code };
             }
@@ -143,9 +145,10 @@ describe('resolving a batch once per combination (pure)', () => {
       { slot: 0, day: 0, value: 10 },
       { slot: 0, day: 3, value: 20 },
     ]);
-    const facts: CatalogueFacts = { history, customs, resolved: new Map() };
+    const facts: CatalogueFacts = { history, customs };
+    const memo: ResolvedMemo = new Map();
     const resolve = (at: number) =>
-      resolveBaselineOnce(org, facts, 'support_ticket_triage', 'success', null, at);
+      resolveBaselineOnce(memo, org, facts, 'support_ticket_triage', 'success', null, at);
     expect(resolve(T0 + 3 * DAY - 1)).toMatchObject({ minutes: 10, versions: { baseline: 'asv_0' } });
     expect(resolve(T0 + 3 * DAY)).toMatchObject({ minutes: 20, versions: { baseline: 'asv_1' } });
     expect(resolve(T0 + 3 * DAY - 2)).toMatchObject({ minutes: 10, versions: { baseline: 'asv_0' } });
@@ -154,10 +157,11 @@ describe('resolving a batch once per combination (pure)', () => {
 
   it('resolves again for a request that read other settings of the organisation', () => {
     const history = historyOf([]);
-    const facts: CatalogueFacts = { history, customs, resolved: new Map() };
-    const first = resolveBaselineOnce(org, facts, 'support_ticket_reply', 'success', null, T0);
+    const facts: CatalogueFacts = { history, customs };
+    const memo: ResolvedMemo = new Map();
+    const first = resolveBaselineOnce(memo, org, facts, 'support_ticket_reply', 'success', null, T0);
     const changed = { ...org, defaultHourlyRateMicros: 70_000_000, categoryHourlyRatesMicros: {} };
-    const second = resolveBaselineOnce(changed, facts, 'support_ticket_reply', 'success', null, T0);
+    const second = resolveBaselineOnce(memo, changed, facts, 'support_ticket_reply', 'success', null, T0);
     expect(first.hourlyRateMicros).toBe(40_000_000);
     expect(second.hourlyRateMicros).toBe(70_000_000);
   });
